@@ -1,0 +1,59 @@
+"""Strict base64url (RFC 4648 section 5, no padding).
+
+The standard library decodes leniently: it drops characters outside the alphabet and ignores the
+unused bits of the last character, so two different strings can decode to the same bytes. ADDS
+requires that decoding then re-encoding reproduces the input exactly; this module enforces that
+without a round trip, by checking the alphabet, the length and the unused tail bits.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+__all__ = ["b64url_decode", "b64url_encode", "b64url_problem", "encoded_length"]
+
+_ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
+_VALUE = {
+    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+}
+
+
+def b64url_encode(data: bytes) -> str:
+    """Encode bytes as unpadded base64url."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def encoded_length(byte_count: int) -> int:
+    """Characters of unpadded base64url for ``byte_count`` bytes."""
+    return (byte_count * 4 + 2) // 3
+
+
+def b64url_problem(text: str) -> str | None:
+    """Why ``text`` is not canonical unpadded base64url, or None when it is.
+
+    Returns a short reason: ``alphabet`` (empty, padding or a character outside the alphabet),
+    ``length`` (a length no byte string encodes to) or ``non_canonical`` (unused bits set).
+    """
+    if not _ALPHABET.fullmatch(text):
+        return "alphabet"
+    remainder = len(text) % 4
+    if remainder == 1:
+        return "length"
+    # The last character carries 2 (remainder 3) or 4 (remainder 2) unused low bits; canonical
+    # encoders set them to zero.
+    if remainder and _VALUE[text[-1]] & (0b1111 if remainder == 2 else 0b11):
+        return "non_canonical"
+    return None
+
+
+def b64url_decode(text: str) -> bytes:
+    """Decode canonical unpadded base64url; raise ValueError for anything else."""
+    reason = b64url_problem(text)
+    if reason is not None:
+        raise ValueError(f"not canonical unpadded base64url ({reason})")
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except binascii.Error as exc:  # unreachable after the checks above; kept as a guard
+        raise ValueError("not base64url") from exc

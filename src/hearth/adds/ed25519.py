@@ -1,0 +1,128 @@
+"""Ed25519 keys, signatures and hearth's verification policy.
+
+Policy (docs/adds.md): RFC 8032 strict decoding and cofactorless verification, and small-order
+points refused, as libsodium does:
+- a public key (A) or signature point (R) whose encoding is not canonical is refused;
+- a public key or R of small order (the eight points of order dividing 8) is refused;
+- S must be below the group order L;
+- points with a small-order component but large order are accepted (they are valid keys).
+The point checks run here, in plain integer arithmetic, so that the verdict does not depend on
+which library verifies. Verification itself goes to libsodium (PyNaCl), the fastest verifier
+available, with ``cryptography`` as the signer and the PEM codec.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from nacl.bindings import crypto_sign_open
+from nacl.exceptions import BadSignatureError
+
+__all__ = [
+    "generate_private_key",
+    "point_problem",
+    "private_key_from_raw",
+    "public_key_raw",
+    "sign",
+    "verify",
+]
+
+_P = 2**255 - 19
+_L = 2**252 + 27742317777372353535851937790883648493
+_D = (-121665 * pow(121666, _P - 2, _P)) % _P
+_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
+
+
+def _decode_point(encoded: bytes) -> tuple[int, int] | str:
+    """The affine point of a 32-byte encoding, or the reason it is refused."""
+    value = int.from_bytes(encoded, "little")
+    sign = value >> 255
+    y = value & ((1 << 255) - 1)
+    if y >= _P:
+        return "non_canonical"
+    y2 = y * y % _P
+    u = (y2 - 1) % _P
+    v = (_D * y2 + 1) % _P
+    # x = sqrt(u / v) by the RFC 8032 section 5.1.3 recipe.
+    x = u * pow(v, 3, _P) * pow(u * pow(v, 7, _P), (_P - 5) // 8, _P) % _P
+    if (v * x * x - u) % _P != 0:
+        x = x * _SQRT_M1 % _P
+        if (v * x * x - u) % _P != 0:
+            return "not_on_curve"
+    if x == 0 and sign:
+        return "non_canonical"
+    if x & 1 != sign:
+        x = _P - x
+    return x, y
+
+
+def _double(point: tuple[int, int]) -> tuple[int, int]:
+    x, y = point
+    xy = x * y % _P
+    dxy = _D * xy * xy % _P
+    x3 = 2 * xy * pow(1 + dxy, _P - 2, _P) % _P
+    y3 = (y * y + x * x) * pow(1 - dxy, _P - 2, _P) % _P
+    return x3, y3
+
+
+@functools.lru_cache(maxsize=4096)
+def point_problem(encoded: bytes) -> str | None:
+    """Why a public key or R encoding is refused by the policy, or None.
+
+    Reasons: ``length``, ``non_canonical``, ``not_on_curve``, ``small_order``.
+    """
+    if len(encoded) != 32:
+        return "length"
+    point = _decode_point(encoded)
+    if isinstance(point, str):
+        return point
+    for _ in range(3):  # [8]P is the identity exactly when P has small order
+        point = _double(point)
+    if point == (0, 1):
+        return "small_order"
+    return None
+
+
+def verify(public_key: bytes, signature: bytes, message: bytes) -> bool:
+    """Verify under the policy above; never raises for bad input."""
+    if len(signature) != 64 or point_problem(public_key) or point_problem(signature[:32]):
+        return False
+    if int.from_bytes(signature[32:], "little") >= _L:
+        return False
+    try:
+        crypto_sign_open(signature + message, public_key)
+    except (BadSignatureError, ValueError, TypeError):
+        return False
+    return True
+
+
+def verify_with_cryptography(public_key: bytes, signature: bytes, message: bytes) -> bool:
+    """The same policy with OpenSSL doing the curve work; kept to cross-check ``verify``."""
+    if len(signature) != 64 or point_problem(public_key) or point_problem(signature[:32]):
+        return False
+    if int.from_bytes(signature[32:], "little") >= _L:
+        return False
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def generate_private_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.generate()
+
+
+def private_key_from_raw(seed: bytes) -> Ed25519PrivateKey:
+    """A private key from its 32-byte seed (deterministic keys for vectors and tests)."""
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def public_key_raw(private_key: Ed25519PrivateKey) -> bytes:
+    return private_key.public_key().public_bytes_raw()
+
+
+def sign(private_key: Ed25519PrivateKey, message: bytes) -> bytes:
+    return private_key.sign(message)

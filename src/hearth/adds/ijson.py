@@ -1,0 +1,177 @@
+"""Strict I-JSON (RFC 7493) parsing of bytes.
+
+``json.loads`` alone accepts duplicate member names (the last one wins), NaN and Infinity, lone
+surrogates, noncharacters, integers of any size and floats that overflow or underflow. This module
+wraps it with hooks and checks so that a parsed value is exactly what the bytes say and nothing a
+second parser could read differently.
+
+Policy (docs/adds.md):
+- UTF-8 only, strictly decoded: no BOM, no invalid or overlong sequences, no encoded surrogates.
+- No duplicate member names at any depth (compared after unescaping).
+- No lone surrogates and no Unicode noncharacters, raw or escaped.
+- Numbers: integers exact within +-(2**53 - 1); other numbers must be finite doubles, and a
+  non-zero literal must not underflow to zero. A number written with a fraction or exponent is a
+  float even when its value is whole: ``1.0`` is not an integer.
+- Nesting deeper than ``MAX_DEPTH`` arrays and objects is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "MAX_SAFE_INTEGER", "IJsonError", "Parsed", "parse"]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+MAX_DEPTH = 64
+
+_BOM = b"\xef\xbb\xbf"
+# An escape that can produce a surrogate or a noncharacter: \uD800-\uDFFF, \uFDD0-\uFDEF,
+# \uFFFE, \uFFFF. When none is present (the usual case) the decoded text alone decides.
+_RISKY_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F]|[fF][dD][dDeE]|[fF]{3}[eEfF])")
+# Noncharacters: U+FDD0..U+FDEF and the last two code points of every plane.
+_NONCHARACTER = re.compile(
+    "[\ufdd0-\ufdef\ufffe\uffff"
+    + "".join(f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17))
+    + "]"
+)
+_SURROGATE_OR_NONCHARACTER = re.compile(_NONCHARACTER.pattern[:-1] + "\ud800-\udfff]")
+_NONZERO_DIGIT = re.compile("[1-9]")
+_EXPONENT = re.compile("[eE]")
+_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*"|[^\[\]{}"]+', re.DOTALL)
+
+
+class IJsonError(ValueError):
+    """Bytes that are not strict I-JSON. ``code`` is stable; see docs/adds.md."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A parsed value, and whether it holds anything the fast canonicalizer must not touch.
+
+    ``simple`` is true when every number is an integer and every member name is ASCII: then the
+    RFC 8785 form equals what the C JSON encoder writes with sorted keys (see canonical.py).
+    """
+
+    value: Any
+    simple: bool
+
+
+class _Hooks:
+    """Parser hooks; one instance per parse so that the flags are not shared."""
+
+    __slots__ = ("simple",)
+
+    def __init__(self) -> None:
+        self.simple = True
+
+    def object_pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen: set[str] = set()
+            for name, _ in pairs:
+                if name in seen:
+                    raise IJsonError(
+                        "spec.ijson.duplicate_member", f"duplicate member name {name!r}"
+                    )
+                seen.add(name)
+        if self.simple and not all(name.isascii() for name in obj):
+            self.simple = False
+        return obj
+
+    def integer(self, text: str) -> int:
+        value = int(text)
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise IJsonError("spec.ijson.integer_range", f"integer {text} is beyond +-(2**53 - 1)")
+        return value
+
+    def number(self, text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            raise IJsonError("spec.ijson.number_range", f"number {text} overflows a double")
+        if value == 0.0 and _NONZERO_DIGIT.search(_EXPONENT.split(text, maxsplit=1)[0]):
+            raise IJsonError("spec.ijson.number_range", f"number {text} underflows a double")
+        self.simple = False
+        return value
+
+
+def _constant(name: str) -> float:
+    raise IJsonError("spec.ijson.syntax", f"{name} is not JSON")
+
+
+def _depth(data: bytes) -> int:
+    """Deepest nesting of arrays and objects, ignoring brackets inside strings."""
+    depth = deepest = 0
+    for piece in _STRUCTURE.sub(b"", data):
+        if piece in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _walk_strings(value: Any, check: Callable[[str], None]) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            check(item)
+        elif isinstance(item, dict):
+            for name, member in item.items():
+                check(name)
+                stack.append(member)
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _check_escaped(text: str) -> None:
+    match = _SURROGATE_OR_NONCHARACTER.search(text)
+    if match is None:
+        return
+    char = match.group()
+    if "\ud800" <= char <= "\udfff":
+        raise IJsonError("spec.ijson.lone_surrogate", f"lone surrogate U+{ord(char):04X}")
+    raise IJsonError("spec.ijson.noncharacter", f"noncharacter U+{ord(char):04X}")
+
+
+def parse(data: bytes, *, max_depth: int = MAX_DEPTH) -> Parsed:
+    """Parse bytes as strict I-JSON, or raise IJsonError with a stable code."""
+    if data.startswith(_BOM):
+        raise IJsonError("spec.ijson.bom", "a byte order mark is not allowed")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IJsonError("spec.ijson.utf8", f"not UTF-8 at byte {exc.start}") from None
+    if _NONCHARACTER.search(text):
+        raise IJsonError("spec.ijson.noncharacter", "a Unicode noncharacter is not allowed")
+    if _depth(data) > max_depth:
+        raise IJsonError("profile.ijson.depth", f"nesting deeper than {max_depth} levels")
+    hooks = _Hooks()
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=hooks.object_pairs,
+            parse_int=hooks.integer,
+            parse_float=hooks.number,
+            parse_constant=_constant,
+        )
+    except IJsonError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise IJsonError(
+            "spec.ijson.syntax", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except (RecursionError, ValueError) as exc:  # int() digit limits, deep recursion
+        raise IJsonError("spec.ijson.syntax", str(exc) or type(exc).__name__) from None
+    if _RISKY_ESCAPE.search(data):
+        _walk_strings(value, _check_escaped)
+    return Parsed(value, hooks.simple)

@@ -1,0 +1,183 @@
+"""Validation of ADDS documents: strict parse, every rule, signer binding, signature.
+
+``validate(data)`` takes the bytes of a document and returns a ValidationResult listing every
+problem found; it never raises, whatever the bytes. Whether a document is valid never depends on
+the clock; pass ``now`` to get warnings about time windows (an expired grant is still valid).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import ed25519
+from .b64 import b64url_problem
+from .canonical import canonicalize, is_simple
+from .cid import cid_for_bytes
+from .documents import signed_bytes
+from .ijson import IJsonError, parse
+from .kinds import KINDS
+from .problems import Problem
+from .rules import json_type
+
+__all__ = ["ValidationResult", "validate", "validate_value"]
+
+_KEY_MESSAGES = {
+    "non_canonical": "the Ed25519 public key is not canonically encoded",
+    "not_on_curve": "the Ed25519 public key is not a point on the curve",
+    "small_order": "the Ed25519 public key has small order",
+    "length": "the Ed25519 public key is not 32 bytes",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationResult:
+    """The outcome of validating one document.
+
+    ``document`` is the parsed value (None when the bytes did not parse). ``errors`` make the
+    document invalid; ``warnings`` (time windows, only when ``now`` was given) do not.
+    """
+
+    document: Any
+    kind: str | None
+    errors: tuple[Problem, ...]
+    warnings: tuple[Problem, ...] = ()
+    simple: bool = False
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    @property
+    def cid(self) -> str | None:
+        """The document's CID: sha2-256 of the RFC 8785 bytes of the whole parsed object."""
+        if not isinstance(self.document, dict):
+            return None
+        return cid_for_bytes(canonicalize(self.document, simple=self.simple))
+
+
+def _raw_key(value: Any) -> bytes | None:
+    if type(value) is str and len(value) == 43 and b64url_problem(value) is None:
+        return base64.urlsafe_b64decode(value + "=")
+    return None
+
+
+def _signature_checks(
+    document: dict[str, Any], signer_member: str, simple: bool, problems: list[Problem]
+) -> None:
+    """Profile: the signer's key signed it, the key passes the policy, the signature holds."""
+    signature = document.get("signature")
+    if type(signature) is not dict:
+        return
+    signing_key = _raw_key(signature.get("public_key"))
+    value = signature.get("value")
+    signer = document.get(signer_member)
+    signer_key = _raw_key(signer.get("ed25519_public_key")) if type(signer) is dict else None
+    if signing_key is None:
+        return
+    if signer_key is not None and signer_key != signing_key:
+        problems.append(
+            Problem(
+                "/signature/public_key",
+                "profile.signature.signer_mismatch",
+                f"signature.public_key is not {signer_member}.ed25519_public_key",
+            )
+        )
+    key_problem = ed25519.point_problem(signing_key)
+    if key_problem is not None:
+        problems.append(
+            Problem(
+                "/signature/public_key", f"profile.key.{key_problem}", _KEY_MESSAGES[key_problem]
+            )
+        )
+        return
+    if type(value) is not str or len(value) != 86 or b64url_problem(value) is not None:
+        return
+    raw_signature = base64.urlsafe_b64decode(value + "==")
+    if not ed25519.verify(signing_key, raw_signature, signed_bytes(document, simple=simple)):
+        problems.append(
+            Problem(
+                "/signature/value",
+                "profile.signature.invalid",
+                "the signature does not verify over the document's signed bytes",
+            )
+        )
+
+
+def _time_warnings(kind: str, document: dict[str, Any], now: int) -> list[Problem]:
+    def whole(name: str) -> int | None:
+        value = document.get(name)
+        return value if type(value) is int else None
+
+    warnings = []
+    end_member = {"grant": "expires_at", "provider_record": "expires_at"}.get(kind)
+    if kind == "receipt":
+        end_member = "retention_until"
+    end = whole(end_member) if end_member else None
+    if end is not None and now >= end:
+        warnings.append(
+            Problem(f"/{end_member}", "profile.time.expired", f"{end_member} has passed")
+        )
+    if kind == "grant":
+        starts = [t for t in (whole("issued_at"), whole("not_before")) if t is not None]
+        if starts and now < max(starts):
+            warnings.append(
+                Problem(
+                    "/not_before" if whole("not_before") else "/issued_at",
+                    "profile.time.not_yet_valid",
+                    "the grant is not usable yet",
+                )
+            )
+    return warnings
+
+
+def validate_value(
+    document: Any, *, simple: bool | None = None, now: int | None = None
+) -> ValidationResult:
+    """Validate an already parsed value (from ``hearth.adds.ijson.parse``)."""
+    if type(document) is not dict:
+        problem = Problem(
+            "", "spec.type", f"a document is a JSON object, not {json_type(document)}"
+        )
+        return ValidationResult(document, None, (problem,))
+    if simple is None:
+        simple = is_simple(document)
+    kind = document.get("kind")
+    rules = KINDS.get(kind) if type(kind) is str else None
+    if rules is None or type(kind) is not str:
+        if "kind" not in document:
+            problem = Problem("/kind", "spec.required", "missing required member 'kind'")
+        else:
+            problem = Problem("/kind", "spec.kind", "kind must be one of " + ", ".join(KINDS))
+        return ValidationResult(document, None, (problem,), simple=simple)
+    problems: list[Problem] = []
+    rules.check(document, "", problems)
+    for cross in rules.cross:
+        cross(document, problems)
+    _signature_checks(document, rules.signer, simple, problems)
+    warnings = _time_warnings(kind, document, now) if now is not None else []
+    return ValidationResult(document, kind, tuple(problems), tuple(warnings), simple)
+
+
+def validate(data: bytes, *, now: int | None = None) -> ValidationResult:
+    """Parse bytes as strict I-JSON and validate them as an ADDS document. Never raises."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        problem = Problem("", "spec.type", "a document is given as bytes")
+        return ValidationResult(None, None, (problem,))
+    try:
+        parsed = parse(bytes(data))
+    except IJsonError as exc:
+        return ValidationResult(None, None, (Problem("", exc.code, str(exc)),))
+    return validate_value(parsed.value, simple=parsed.simple, now=now)
+
+
+def problems_of(document: Mapping[str, Any]) -> tuple[Problem, ...]:
+    """Errors of a document held as Python values (it is serialized and parsed strictly first,
+    so a value JSON cannot carry is reported rather than silently converted)."""
+    try:
+        data = canonicalize(dict(document))
+    except ValueError as exc:
+        return (Problem("", "spec.ijson.syntax", f"not representable as I-JSON: {exc}"),)
+    return validate(data).errors
