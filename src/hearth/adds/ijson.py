@@ -33,16 +33,26 @@ _BOM = b"\xef\xbb\xbf"
 # An escape that can produce a surrogate or a noncharacter: \uD800-\uDFFF, \uFDD0-\uFDEF,
 # \uFFFE, \uFFFF. When none is present (the usual case) the decoded text alone decides.
 _RISKY_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F]|[fF][dD][dDeE]|[fF]{3}[eEfF])")
-# Noncharacters: U+FDD0..U+FDEF and the last two code points of every plane.
-_NONCHARACTER = re.compile(
-    "[\ufdd0-\ufdef\ufffe\uffff"
+# Raw noncharacters as UTF-8 bytes: U+FDD0..U+FDEF (EF B7 90..AF), U+FFFE/U+FFFF (EF BF BE/BF),
+# and U+nFFFE/U+nFFFF in the supplementary planes (F0..F4, a second byte ending in 0xF, BF, BE/BF).
+# Matching bytes is far cheaper than a str class with astral ranges.
+_RAW_NONCHARACTER = re.compile(
+    rb"\xef\xb7[\x90-\xaf]|\xef\xbf[\xbe\xbf]|[\xf0-\xf4][\x8f\x9f\xaf\xbf]\xbf[\xbe\xbf]"
+)
+# Code points that may not appear in a decoded string (checked only after a risky escape).
+_SURROGATE_OR_NONCHARACTER = re.compile(
+    "[\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff"
     + "".join(f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17))
     + "]"
 )
-_SURROGATE_OR_NONCHARACTER = re.compile(_NONCHARACTER.pattern[:-1] + "\ud800-\udfff]")
+# An integer beyond 2**53 - 1 has at least 16 digits; without such a run no integer needs a hook.
+_LONG_DIGITS = re.compile(rb"[0-9]{16}")
+_ESCAPED_PAIR = re.compile(rb'\\[\\"]')
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')
+_STRING = re.compile(rb'"[^"]*"')
+_INNERMOST = re.compile(rb"\[\]|\{\}")
 _NONZERO_DIGIT = re.compile("[1-9]")
 _EXPONENT = re.compile("[eE]")
-_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*"|[^\[\]{}"]+', re.DOTALL)
 
 
 class IJsonError(ValueError):
@@ -88,7 +98,8 @@ class _Hooks:
         return obj
 
     def integer(self, text: str) -> int:
-        value = int(text)
+        # Compare lengths first: int() refuses thousands of digits with a confusing message.
+        value = int(text) if len(text) <= 17 else MAX_SAFE_INTEGER + 1
         if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             raise IJsonError("spec.ijson.integer_range", f"integer {text} is beyond +-(2**53 - 1)")
         return value
@@ -107,16 +118,21 @@ def _constant(name: str) -> float:
     raise IJsonError("spec.ijson.syntax", f"{name} is not JSON")
 
 
-def _depth(data: bytes) -> int:
-    """Deepest nesting of arrays and objects, ignoring brackets inside strings."""
-    depth = deepest = 0
-    for piece in _STRUCTURE.sub(b"", data):
-        if piece in b"[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+def _deeper_than(data: bytes, limit: int) -> bool:
+    """Whether syntactically valid JSON nests arrays and objects deeper than ``limit``.
+
+    Escaped quotes and backslashes are dropped, then everything but brackets and quotes, then
+    whole strings; what is left is the bracket skeleton, and each pass of removing innermost
+    pairs peels one level. All of it runs in C, a pass per level.
+    """
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    skeleton = _STRING.sub(b"", _ESCAPED_PAIR.sub(b"", data).translate(None, _NOT_STRUCTURE))
+    for _ in range(limit):
+        skeleton = _INNERMOST.sub(b"", skeleton)
+        if not skeleton:
+            return False
+    return True
 
 
 def _walk_strings(value: Any, check: Callable[[str], None]) -> None:
@@ -151,16 +167,14 @@ def parse(data: bytes, *, max_depth: int = MAX_DEPTH) -> Parsed:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise IJsonError("spec.ijson.utf8", f"not UTF-8 at byte {exc.start}") from None
-    if _NONCHARACTER.search(text):
+    if not data.isascii() and _RAW_NONCHARACTER.search(data):
         raise IJsonError("spec.ijson.noncharacter", "a Unicode noncharacter is not allowed")
-    if _depth(data) > max_depth:
-        raise IJsonError("profile.ijson.depth", f"nesting deeper than {max_depth} levels")
     hooks = _Hooks()
     try:
         value = json.loads(
             text,
             object_pairs_hook=hooks.object_pairs,
-            parse_int=hooks.integer,
+            parse_int=hooks.integer if _LONG_DIGITS.search(data) else None,
             parse_float=hooks.number,
             parse_constant=_constant,
         )
@@ -170,8 +184,12 @@ def parse(data: bytes, *, max_depth: int = MAX_DEPTH) -> Parsed:
         raise IJsonError(
             "spec.ijson.syntax", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
-    except (RecursionError, ValueError) as exc:  # int() digit limits, deep recursion
-        raise IJsonError("spec.ijson.syntax", str(exc) or type(exc).__name__) from None
+    except RecursionError:
+        raise IJsonError("profile.ijson.depth", f"nesting deeper than {max_depth} levels") from None
+    except ValueError as exc:  # int() refusing thousands of digits
+        raise IJsonError("spec.ijson.syntax", str(exc)) from None
+    if _deeper_than(data, max_depth):
+        raise IJsonError("profile.ijson.depth", f"nesting deeper than {max_depth} levels")
     if _RISKY_ESCAPE.search(data):
         _walk_strings(value, _check_escaped)
     return Parsed(value, hooks.simple)
