@@ -169,8 +169,8 @@ def _principal(member_id: str, key: Ed25519PrivateKey) -> dict[str, str]:
 
 
 def _finish(document: dict[str, Any], key: Ed25519PrivateKey) -> SignedDocument:
-    signed = sign_document(document, key)
     try:
+        signed = sign_document(document, key)
         canonical = canonicalize(signed)
     except CanonicalizationError as exc:
         raise AddsError.single("spec.ijson.syntax", f"not representable as I-JSON: {exc}") from None

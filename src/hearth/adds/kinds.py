@@ -49,6 +49,7 @@ CrossCheck = Callable[[dict[str, Any], Problems], None]
 TAG_LENGTH = 16  # AES-GCM tag bytes appended to every ciphertext block
 RIGHTS = ("read", "derive", "replicate", "delegate")
 MAX_CHUNKS = 1_048_576
+MAX_CHUNK_SIZE = 16_777_216
 _KEY_ID = re.compile(r"sha256:[A-Za-z0-9_-]{43}")
 
 # Shared scalar types (specification, "Shared scalar types").
@@ -119,7 +120,7 @@ MANIFEST = _signed(
                 "algorithm": const("AES-256-GCM"),
                 "key_id": text,
                 "block_aad": const("adds-block/v1"),
-                "chunk_size": integer(1, 16_777_216),
+                "chunk_size": integer(1, MAX_CHUNK_SIZE),
                 "aad_context": bytes32,
             }
         ),
@@ -299,7 +300,7 @@ def _chunk_arithmetic(document: dict[str, Any], problems: Problems) -> None:
     if type(chunks) is not list or not chunks:
         return
     declared = encryption.get("chunk_size") if type(encryption) is dict else None
-    chunk_size = declared if _is_int(declared) and declared >= 1 else None
+    chunk_size = declared if _is_int(declared) and 1 <= declared <= MAX_CHUNK_SIZE else None
     total = 0
     last = len(chunks) - 1
     for position, item in enumerate(chunks):
