@@ -22,7 +22,7 @@ from hearth.adds import (
 )
 from hearth.adds.b64 import b64url_problem
 from hearth.adds.cid import cid_problem, decode_binary_cid
-from hearth.adds.ed25519 import point_problem
+from hearth.adds.ed25519 import _SMALL_ORDER, encoding_problem, point_problem, private_key_from_raw
 from hearth.adds.ijson import IJsonError, parse
 from hearth.adds.keys import (
     generate_key_pair,
@@ -103,6 +103,21 @@ def test_key_policy_reasons() -> None:
     assert point_problem(b"\x00" * 31) == "length"
     assert point_problem(PUBLISHER.public_key().public_bytes_raw()) is None
     assert point_problem(_off_curve_key()) == "not_on_curve"
+
+
+def test_cheap_encoding_check_agrees_with_point_arithmetic() -> None:
+    """encoding_problem refuses exactly what the full decode calls non-canonical or small-order,
+    for the blacklist and for ordinary keys."""
+    for encoded in _SMALL_ORDER:
+        assert point_problem.__wrapped__(encoded) == "small_order"
+        assert encoding_problem(encoded) == "small_order"
+        flipped = bytes([*encoded[:31], encoded[31] ^ 0x80])
+        assert encoding_problem(flipped) is not None
+    for seed in range(20):
+        key = hashlib.sha256(bytes([seed])).digest()
+        public = private_key_from_raw(key).public_key().public_bytes_raw()
+        assert encoding_problem(public) is None
+        assert point_problem(public) is None
 
 
 def test_off_curve_signing_key_is_reported() -> None:

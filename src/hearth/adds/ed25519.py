@@ -6,9 +6,12 @@ points refused, as libsodium does:
 - a public key or R of small order (the eight points of order dividing 8) is refused;
 - S must be below the group order L;
 - points with a small-order component but large order are accepted (they are valid keys).
-The point checks run here, in plain integer arithmetic, so that the verdict does not depend on
-which library verifies. Verification itself goes to libsodium (PyNaCl), the fastest verifier
-available, with ``cryptography`` as the signer and the PEM codec.
+The encoding checks run here, in plain integer arithmetic, so that the verdict does not depend
+on which library verifies: y >= p and the eight small-order encodings are refused before any
+library sees the key or R (an encoding of no curve point, every library refuses). The curve
+work goes to libsodium (PyNaCl), the fastest verifier available; ``cryptography`` signs and reads
+PEM. Decoding a point in Python costs about a millisecond, so ``point_problem`` runs only to
+explain a refusal, never on the hot path.
 """
 
 from __future__ import annotations
@@ -67,14 +70,50 @@ def _double(point: tuple[int, int]) -> tuple[int, int]:
     return x3, y3
 
 
-@functools.lru_cache(maxsize=4096)
+# The canonical encodings of the eight points of order dividing 8 (identity, the point of order
+# 2, two of order 4 and four of order 8), as libsodium lists them. tests/adds/test_codecs.py
+# checks each against the full point arithmetic below.
+_SMALL_ORDER = frozenset(
+    bytes.fromhex(h)
+    for h in (
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000080",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+    )
+)
+_X_ZERO_Y = frozenset({1, _P - 1})  # the two points with x = 0, whose sign bit must be clear
+
+
+def encoding_problem(encoded: bytes) -> str | None:
+    """The policy's refusals that need no curve arithmetic: ``length``, ``non_canonical`` (y >= p,
+    or x = 0 with the sign bit set) and ``small_order``. A point that is not on the curve is left
+    to the verifier, which cannot decode it. Cheap enough to run on every signature's R."""
+    if len(encoded) != 32:
+        return "length"
+    value = int.from_bytes(encoded, "little")
+    y = value & ((1 << 255) - 1)
+    if y >= _P or (value >> 255 and y in _X_ZERO_Y):
+        return "non_canonical"
+    if encoded in _SMALL_ORDER:
+        return "small_order"
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
 def point_problem(encoded: bytes) -> str | None:
-    """Why a public key or R encoding is refused by the policy, or None.
+    """Why a public key or R encoding is refused by the policy, or None; this one also decodes
+    the point (slow: about a millisecond), so it is for explaining a refusal, not the hot path.
 
     Reasons: ``length``, ``non_canonical``, ``not_on_curve``, ``small_order``.
     """
-    if len(encoded) != 32:
-        return "length"
+    cheap = encoding_problem(encoded)
+    if cheap is not None:
+        return cheap
     point = _decode_point(encoded)
     if isinstance(point, str):
         return point
@@ -85,11 +124,18 @@ def point_problem(encoded: bytes) -> str | None:
     return None
 
 
+def _acceptable(public_key: bytes, signature: bytes) -> bool:
+    return (
+        len(signature) == 64
+        and encoding_problem(public_key) is None
+        and encoding_problem(signature[:32]) is None
+        and int.from_bytes(signature[32:], "little") < _L
+    )
+
+
 def verify(public_key: bytes, signature: bytes, message: bytes) -> bool:
     """Verify under the policy above; never raises for bad input."""
-    if len(signature) != 64 or point_problem(public_key) or point_problem(signature[:32]):
-        return False
-    if int.from_bytes(signature[32:], "little") >= _L:
+    if not _acceptable(public_key, signature):
         return False
     try:
         crypto_sign_open(signature + message, public_key)
@@ -100,9 +146,7 @@ def verify(public_key: bytes, signature: bytes, message: bytes) -> bool:
 
 def verify_with_cryptography(public_key: bytes, signature: bytes, message: bytes) -> bool:
     """The same policy with OpenSSL doing the curve work; kept to cross-check ``verify``."""
-    if len(signature) != 64 or point_problem(public_key) or point_problem(signature[:32]):
-        return False
-    if int.from_bytes(signature[32:], "little") >= _L:
+    if not _acceptable(public_key, signature):
         return False
     try:
         Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)

@@ -85,7 +85,7 @@ def _signature_checks(
                 f"signature.public_key is not {signer_member}.ed25519_public_key",
             )
         )
-    key_problem = ed25519.point_problem(signing_key)
+    key_problem = ed25519.encoding_problem(signing_key)
     if key_problem is not None:
         problems.append(
             Problem(
@@ -96,7 +96,14 @@ def _signature_checks(
     if type(value) is not str or len(value) != 86 or b64url_problem(value) is not None:
         return
     raw_signature = base64.urlsafe_b64decode(value + "==")
-    if not ed25519.verify(signing_key, raw_signature, signed_bytes(document, simple=simple)):
+    if ed25519.verify(signing_key, raw_signature, signed_bytes(document, simple=simple)):
+        return
+    # Only now pay for decoding the point, to tell a key that is no curve point from a bad
+    # signature.
+    if ed25519.point_problem(signing_key) == "not_on_curve":
+        message = _KEY_MESSAGES["not_on_curve"]
+        problems.append(Problem("/signature/public_key", "profile.key.not_on_curve", message))
+    else:
         problems.append(
             Problem(
                 "/signature/value",
