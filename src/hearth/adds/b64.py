@@ -12,12 +12,17 @@ import base64
 import binascii
 import re
 
-__all__ = ["b64url_decode", "b64url_encode", "b64url_problem", "encoded_length"]
+__all__ = [
+    "b64url_decode",
+    "b64url_encode",
+    "b64url_problem",
+    "canonical_b64url_pattern",
+    "encoded_length",
+]
 
 _ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
-_VALUE = {
-    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-}
+_SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_VALUE = {c: i for i, c in enumerate(_SYMBOLS)}
 
 
 def b64url_encode(data: bytes) -> str:
@@ -46,6 +51,20 @@ def b64url_problem(text: str) -> str | None:
     if remainder and _VALUE[text[-1]] & (0b1111 if remainder == 2 else 0b11):
         return "non_canonical"
     return None
+
+
+def canonical_b64url_pattern(length: int) -> re.Pattern[str]:
+    """A regex matching exactly the canonical base64url strings of ``length`` characters.
+
+    The last character of a string whose length is 2 or 3 modulo 4 may only be one whose
+    unused low bits are zero; one regex match replaces a scan and a table look-up.
+    """
+    if length < 1 or length % 4 == 1:
+        raise ValueError(f"no byte string encodes to {length} base64url characters")
+    unused_bits = {0: 0, 2: 4, 3: 2}[length % 4]
+    last = "".join(c for c in _SYMBOLS if not _VALUE[c] & ((1 << unused_bits) - 1))
+    last_class = "[" + last.replace("-", "\\-") + "]"
+    return re.compile(f"[A-Za-z0-9_-]{{{length - 1}}}{last_class}")
 
 
 def b64url_decode(text: str) -> bytes:

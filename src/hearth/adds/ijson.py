@@ -47,6 +47,7 @@ _SURROGATE_OR_NONCHARACTER = re.compile(
 )
 # An integer beyond 2**53 - 1 has at least 16 digits; without such a run no integer needs a hook.
 _LONG_DIGITS = re.compile(rb"[0-9]{16}")
+_SCAN_THRESHOLD = 8192
 _ESCAPED_PAIR = re.compile(rb'\\[\\"]')
 _NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')
 _STRING = re.compile(rb'"[^"]*"')
@@ -78,9 +79,11 @@ class Parsed:
 class _Hooks:
     """Parser hooks; one instance per parse so that the flags are not shared."""
 
-    __slots__ = ("simple",)
+    __slots__ = ("ascii_input", "simple")
 
-    def __init__(self) -> None:
+    def __init__(self, *, ascii_input: bool) -> None:
+        # With ASCII input every member name is ASCII, so only floats can spoil ``simple``.
+        self.ascii_input = ascii_input
         self.simple = True
 
     def object_pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -93,7 +96,7 @@ class _Hooks:
                         "spec.ijson.duplicate_member", f"duplicate member name {name!r}"
                     )
                 seen.add(name)
-        if self.simple and not all(name.isascii() for name in obj):
+        if self.simple and not self.ascii_input and not all(name.isascii() for name in obj):
             self.simple = False
         return obj
 
@@ -167,14 +170,18 @@ def parse(data: bytes, *, max_depth: int = MAX_DEPTH) -> Parsed:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise IJsonError("spec.ijson.utf8", f"not UTF-8 at byte {exc.start}") from None
-    if not data.isascii() and _RAW_NONCHARACTER.search(data):
+    ascii_input = data.isascii()
+    if not ascii_input and _RAW_NONCHARACTER.search(data):
         raise IJsonError("spec.ijson.noncharacter", "a Unicode noncharacter is not allowed")
-    hooks = _Hooks()
+    hooks = _Hooks(ascii_input=ascii_input)
+    # A hook call per integer is cheaper than a regex scan on small documents; on large ones
+    # the scan for a 16-digit run decides whether any integer can be out of range.
+    check_integers = len(data) < _SCAN_THRESHOLD or _LONG_DIGITS.search(data) is not None
     try:
         value = json.loads(
             text,
             object_pairs_hook=hooks.object_pairs,
-            parse_int=hooks.integer if _LONG_DIGITS.search(data) else None,
+            parse_int=hooks.integer if check_integers else None,
             parse_float=hooks.number,
             parse_constant=_constant,
         )
@@ -190,6 +197,6 @@ def parse(data: bytes, *, max_depth: int = MAX_DEPTH) -> Parsed:
         raise IJsonError("spec.ijson.syntax", str(exc)) from None
     if _deeper_than(data, max_depth):
         raise IJsonError("profile.ijson.depth", f"nesting deeper than {max_depth} levels")
-    if _RISKY_ESCAPE.search(data):
+    if b"\\u" in data and _RISKY_ESCAPE.search(data):
         _walk_strings(value, _check_escaped)
     return Parsed(value, hooks.simple)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .b64 import b64url_problem
+from .b64 import b64url_problem, canonical_b64url_pattern
 from .cid import cid_problem
 from .ijson import MAX_SAFE_INTEGER
 from .problems import Problem
@@ -111,9 +111,13 @@ def integer(minimum: int = 0, maximum: int = MAX_SAFE_INTEGER, *, epoch: bool = 
 def b64url(length: int | None = None) -> Check:
     """Canonical unpadded base64url, optionally of an exact length in characters."""
 
+    canonical = canonical_b64url_pattern(length) if length is not None else None
+
     def check(value: Any, pointer: str, problems: Problems) -> None:
         if type(value) is not str:
             _type_error("a base64url string", value, pointer, problems)
+            return
+        if canonical is not None and canonical.fullmatch(value):
             return
         reason = b64url_problem(value)
         if reason == "alphabet":

@@ -8,6 +8,7 @@ the clock; pass ``now`` to get warnings about time windows (an expired grant is 
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,10 +59,16 @@ class ValidationResult:
         return cid_for_bytes(canonicalize(self.document, simple=self.simple))
 
 
-def _raw_key(value: Any) -> bytes | None:
-    if type(value) is str and len(value) == 43 and b64url_problem(value) is None:
-        return base64.urlsafe_b64decode(value + "=")
+@functools.lru_cache(maxsize=1024)
+def _decode_key(text: str) -> bytes | None:
+    # Keys repeat across documents (one signer signs many), so decoding is cached.
+    if len(text) == 43 and b64url_problem(text) is None:
+        return base64.urlsafe_b64decode(text + "=")
     return None
+
+
+def _raw_key(value: Any) -> bytes | None:
+    return _decode_key(value) if type(value) is str else None
 
 
 def _signature_checks(
