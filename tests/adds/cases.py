@@ -175,6 +175,11 @@ bytes_case("NaN", b'{"a": NaN}', ("", "spec.ijson.syntax"))
 bytes_case("Infinity", b'{"a": -Infinity}', ("", "spec.ijson.syntax"))
 bytes_case("huge integer", b'{"a": 9007199254740992}', ("", "spec.ijson.integer_range"))
 bytes_case("overflowing number", b'{"a": 1e400}', ("", "spec.ijson.number_range"))
+bytes_case(
+    "float canonicalized as a huge integer",
+    b'{"a": 1e20}',
+    ("", "profile.ijson.number_range"),
+)
 bytes_case("underflowing number", b'{"a": 1e-400}', ("", "spec.ijson.number_range"))
 bytes_case("too deep", b'{"a": ' + b"[" * 64 + b"]" * 64 + b"}", ("", "profile.ijson.depth"))
 bytes_case("an array", b"[]", ("", "spec.type"))

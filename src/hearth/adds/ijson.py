@@ -9,9 +9,11 @@ Policy (docs/adds.md):
 - UTF-8 only, strictly decoded: no BOM, no invalid or overlong sequences, no encoded surrogates.
 - No duplicate member names at any depth (compared after unescaping).
 - No lone surrogates and no Unicode noncharacters, raw or escaped.
-- Numbers: integers exact within +-(2**53 - 1); other numbers must be finite doubles, and a
-  non-zero literal must not underflow to zero. A number written with a fraction or exponent is a
-  float even when its value is whole: ``1.0`` is not an integer.
+- Numbers: integers exact within +-(2**53 - 1); other numbers must be finite doubles, a
+  non-zero literal must not underflow to zero, and a double from 2**53 up to 1e21 is refused
+  because its RFC 8785 form is an integer beyond that range (canonical bytes must parse again).
+  A number written with a fraction or exponent is a float even when its value is whole: ``1.0``
+  is not an integer.
 - Nesting deeper than ``MAX_DEPTH`` arrays and objects is refused.
 """
 
@@ -28,6 +30,7 @@ __all__ = ["MAX_DEPTH", "MAX_SAFE_INTEGER", "IJsonError", "Parsed", "parse"]
 
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_DEPTH = 64
+_TWO_53 = float(2**53)
 
 _BOM = b"\xef\xbb\xbf"
 # An escape that can produce a surrogate or a noncharacter: \uD800-\uDFFF, \uFDD0-\uFDEF,
@@ -111,6 +114,14 @@ class _Hooks:
         value = float(text)
         if math.isinf(value):
             raise IJsonError("spec.ijson.number_range", f"number {text} overflows a double")
+        if _TWO_53 <= abs(value) < 1e21:
+            # RFC 8785 writes such a double as a plain integer beyond 2**53 - 1, which this
+            # parser refuses: accepting it would make a document whose canonical bytes do not
+            # parse again.
+            raise IJsonError(
+                "profile.ijson.number_range",
+                f"number {text} would be canonicalized as an integer beyond 2**53 - 1",
+            )
         if value == 0.0 and _NONZERO_DIGIT.search(_EXPONENT.split(text, maxsplit=1)[0]):
             raise IJsonError("spec.ijson.number_range", f"number {text} underflows a double")
         self.simple = False
@@ -173,7 +184,9 @@ def parse(data: bytes, *, max_depth: int = MAX_DEPTH) -> Parsed:
     ascii_input = data.isascii()
     if not ascii_input and _RAW_NONCHARACTER.search(data):
         raise IJsonError("spec.ijson.noncharacter", "a Unicode noncharacter is not allowed")
-    hooks = _Hooks(ascii_input=ascii_input)
+    escapes = b"\\u" in data
+    # Member names are surely ASCII only when the bytes are and no \u escape can spell another.
+    hooks = _Hooks(ascii_input=ascii_input and not escapes)
     # A hook call per integer is cheaper than a regex scan on small documents; on large ones
     # the scan for a 16-digit run decides whether any integer can be out of range.
     check_integers = len(data) < _SCAN_THRESHOLD or _LONG_DIGITS.search(data) is not None
@@ -197,6 +210,6 @@ def parse(data: bytes, *, max_depth: int = MAX_DEPTH) -> Parsed:
         raise IJsonError("spec.ijson.syntax", str(exc)) from None
     if _deeper_than(data, max_depth):
         raise IJsonError("profile.ijson.depth", f"nesting deeper than {max_depth} levels")
-    if b"\\u" in data and _RISKY_ESCAPE.search(data):
+    if escapes and _RISKY_ESCAPE.search(data):
         _walk_strings(value, _check_escaped)
     return Parsed(value, hooks.simple)
