@@ -44,6 +44,7 @@ def test_every_error_code_is_exercised_by_a_case() -> None:
         "spec.cid.trailing": "tests/adds/test_codecs.py",
         "profile.key.not_on_curve": "tests/adds/test_codecs.py",
         "spec.max_items": "tests/adds/test_codecs.py (over a million chunks)",
+        "profile.document.non_canonical": "tests/adds/test_codecs.py (require_canonical)",
     }
     exercised = {code for case in INVALID for _, code in case.expected}
     missing = documented_error_codes() - exercised - set(covered_elsewhere)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 
 import pytest
 
@@ -219,3 +220,16 @@ def test_pem_round_trip_and_refusals() -> None:
     with pytest.raises(AddsError) as caught:
         load_ed25519_private_key(b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
     assert caught.value.problems[0].code == "key.unreadable"
+
+
+def test_require_canonical_refuses_any_other_spelling() -> None:
+    canonical = documents()["head-full"].canonical
+    pretty = json.dumps(json.loads(canonical), indent=2).encode()
+    assert validate(pretty).valid
+    assert validate(pretty).cid == validate(canonical).cid
+    assert validate(canonical, require_canonical=True).valid
+    refused = validate(pretty, require_canonical=True)
+    assert [(p.pointer, p.code) for p in refused.errors] == [("", "profile.document.non_canonical")]
+    broken = canonical.replace(b'"head_id":"notes"', b'"head_id":""')
+    codes = [p.code for p in validate(broken, require_canonical=True).errors]
+    assert codes == ["spec.min_length", "profile.signature.invalid"]

@@ -175,8 +175,16 @@ def validate_value(
     return ValidationResult(document, kind, tuple(problems), tuple(warnings), simple)
 
 
-def validate(data: bytes, *, now: int | None = None) -> ValidationResult:
-    """Parse bytes as strict I-JSON and validate them as an ADDS document. Never raises."""
+def validate(
+    data: bytes, *, now: int | None = None, require_canonical: bool = False
+) -> ValidationResult:
+    """Parse bytes as strict I-JSON and validate them as an ADDS document. Never raises.
+
+    Any spelling of a document is accepted by default (pretty-printed, members in any order):
+    the signature and the CID are over the canonical form, so respellings are the same
+    document. With ``require_canonical`` the bytes must be exactly that form, as where a
+    document is stored or fetched by its CID; then any change to the bytes is refused.
+    """
     if not isinstance(data, bytes | bytearray | memoryview):
         problem = Problem("", "spec.type", "a document is given as bytes")
         return ValidationResult(None, None, (problem,))
@@ -184,7 +192,23 @@ def validate(data: bytes, *, now: int | None = None) -> ValidationResult:
         parsed = parse(bytes(data))
     except IJsonError as exc:
         return ValidationResult(None, None, (Problem("", exc.code, str(exc)),))
-    return validate_value(parsed.value, simple=parsed.simple, now=now)
+    result = validate_value(parsed.value, simple=parsed.simple, now=now)
+    if require_canonical and type(parsed.value) is dict:
+        canonical = canonicalize(parsed.value, simple=parsed.simple)
+        if canonical != data:
+            problem = Problem(
+                "",
+                "profile.document.non_canonical",
+                "the bytes are not the document's canonical (RFC 8785) form",
+            )
+            return ValidationResult(
+                result.document,
+                result.kind,
+                (problem, *result.errors),
+                result.warnings,
+                result.simple,
+            )
+    return result
 
 
 def problems_of(document: Mapping[str, Any]) -> tuple[Problem, ...]:

@@ -35,6 +35,9 @@ def validate_command(
     now: int | None = typer.Option(
         None, "--now", help="Epoch seconds: also warn about time windows at this moment."
     ),
+    canonical: bool = typer.Option(
+        False, "--canonical", help="Also require the bytes to be the canonical (RFC 8785) form."
+    ),
 ) -> None:
     """Check that each file is a valid, correctly signed ADDS document.
 
@@ -54,7 +57,7 @@ def validate_command(
                 "warnings": [],
             }
         else:
-            result = validate(data, now=now)
+            result = validate(data, now=now, require_canonical=canonical)
             report = {
                 "file": name,
                 "valid": result.valid,
