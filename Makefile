@@ -19,7 +19,7 @@ $(STAMP): uv.lock pyproject.toml
 # Until the service lands, `make run` shows the CLI and validates the golden vectors with it.
 run: $(STAMP)
 	$(VENV)/bin/hearth --help
-	$(VENV)/bin/hearth adds validate tests/vectors/*.json
+	$(VENV)/bin/hearth adds validate tests/vectors/*-*.json
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
