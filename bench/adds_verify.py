@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import importlib.metadata
 import itertools
 import json
@@ -333,7 +334,7 @@ def _measurements(
 
     # 4. Breakdown of validate() into its steps.
     for fixture in (grant, manifest):
-        add(f"steps.{fixture.kind}", lambda s, f=fixture: step_micros(f, s), short)
+        add(f"steps.{fixture.kind}", functools.partial(step_micros, fixture), short)
 
     # 5. The canonicalizer: fast path (flag known / inspected) against rfc8785.
     for fixture in (grant, manifest):
@@ -342,9 +343,9 @@ def _measurements(
         if canonicalize(doc) != expected or canonicalize(doc, simple=True) != expected:
             raise AssertionError(f"fast canonical form of the {fixture.kind} differs from rfc8785")
         encoders: dict[str, Callable[[], object]] = {
-            f"canon.{fixture.kind}.fast_known": lambda d=doc: canonicalize(d, simple=True),
-            f"canon.{fixture.kind}.fast": lambda d=doc: canonicalize(d),
-            f"canon.{fixture.kind}.rfc8785": lambda d=doc: rfc8785.dumps(d),
+            f"canon.{fixture.kind}.fast_known": functools.partial(canonicalize, doc, simple=True),
+            f"canon.{fixture.kind}.fast": functools.partial(canonicalize, doc),
+            f"canon.{fixture.kind}.rfc8785": functools.partial(rfc8785.dumps, doc),
         }
         add("", group(encoders), short)
     return out
