@@ -37,7 +37,7 @@ from hearth.adds.kinds import KINDS, MAX_CHUNKS, RIGHTS
 from hearth.adds.problems import Problem
 from hearth.adds.rules import extensions as check_extensions
 
-from .cases import INVALID, VALID, Invalid
+from .cases import INVALID, VALID, Invalid, is_schema_code
 
 BASE = "https://hearth.invalid/adds/0.1/"
 KIND_NAMES = ("manifest", "grant", "provider_record", "head", "receipt")
@@ -63,39 +63,16 @@ COMMON_DEFS = frozenset(
         "endpoint",
     }
 )
-# Validator codes for problems JSON Schema can express. A whole number written with a fraction
-# (1.0) is the one exception: JSON Schema calls it an integer, the validator does not.
-STRUCTURAL_CODES = frozenset(
-    {
-        "spec.required",
-        "spec.unknown_member",
-        "spec.type",
-        "spec.const",
-        "spec.enum",
-        "spec.kind",
-        "spec.min_length",
-        "spec.length",
-        "spec.range",
-        "spec.pattern",
-        "spec.unique",
-        "spec.min_items",
-        "spec.max_items",
-        "spec.min_properties",
-        "spec.rights.read",
-        "spec.extensions.name",
-        "spec.time.fractional",
-    }
-)
-STRUCTURAL_PREFIXES = ("spec.base64url.", "spec.cid.")
+# Validator codes for problems JSON Schema can express: the data set's own rule (cases.py). A
+# whole number written with a fraction (1.0) is the one exception: JSON Schema calls it an
+# integer, the validator does not.
 B64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 B32_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 # Characters outside the alphabet, including the ones a lenient decoder or a regex engine might
 # let through (padding, standard base64, whitespace, a final newline before '$').
 STRANGERS = "=+/.~ \t\n\u00e9\u0410"
 
-
-def _is_structural(code: str) -> bool:
-    return code in STRUCTURAL_CODES or code.startswith(STRUCTURAL_PREFIXES)
+_is_structural = is_schema_code
 
 
 # --- loading -----------------------------------------------------------------------------------

@@ -44,3 +44,12 @@ def cases_or_missing(name: str, cases: list[object] | None) -> list[object]:
     if cases is None:
         return [pytest.param(None, id=f"{name}-missing")]
     return cases
+
+
+def parse_multibase_csv(path: Path) -> tuple[bytes, dict[str, str]]:
+    """(input bytes, {encoding name: multibase string}) of one multibase tests/*.csv file."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    _, header = lines[0].split(", ", 1)
+    data = header.strip('"').encode("ascii").decode("unicode_escape").encode("latin-1")
+    rows = dict(line.split(", ", 1) for line in lines[1:] if line.strip())
+    return data, {name: value.strip('"') for name, value in rows.items()}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ from hearth.adds.b64 import (
     canonical_b64url_pattern,
 )
 
-from .conftest import available, cases_or_missing, suite
+from .conftest import available, cases_or_missing, parse_multibase_csv, suite
 
 MULTIBASE = "multibase"
 WYCHEPROOF = "wycheproof"
@@ -56,14 +55,6 @@ def test_rfc4648_section10_empty_string_is_refused() -> None:
 
 
 # --- multibase rows -------------------------------------------------------------------------
-
-
-def parse_multibase_csv(path: Path) -> tuple[bytes, dict[str, str]]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    _, header = lines[0].split(", ", 1)
-    data = header.strip('"').encode("ascii").decode("unicode_escape").encode("latin-1")
-    rows = dict(line.split(", ", 1) for line in lines[1:] if line.strip())
-    return data, {name: value.strip('"') for name, value in rows.items()}
 
 
 MULTIBASE_FILES = ["basic.csv", "leading_zero.csv", "two_leading_zeros.csv"]

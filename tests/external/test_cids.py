@@ -26,7 +26,7 @@ from hearth.adds.cid import (
     decode_cid,
 )
 
-from .conftest import available, cases_or_missing, suite
+from .conftest import available, cases_or_missing, parse_multibase_csv, suite
 
 MULTIBASE = "multibase"
 MULTIHASH = "multihash"
@@ -67,15 +67,6 @@ def assert_decode_refused(text: str) -> None:
     assert problem is not None
     with pytest.raises(ValueError, match=re.escape(problem[1])):
         decode_cid(text)
-
-
-def parse_multibase_csv(path: Path) -> tuple[bytes, dict[str, str]]:
-    """(input bytes, {encoding name: multibase string}) of one multibase tests/*.csv file."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    _, header = lines[0].split(", ", 1)
-    data = header.strip('"').encode("ascii").decode("unicode_escape").encode("latin-1")
-    rows = dict(line.split(", ", 1) for line in lines[1:] if line.strip())
-    return data, {name: value.strip('"') for name, value in rows.items()}
 
 
 # --- our own helper, checked against the multibase base32 rows ------------------------------

@@ -17,7 +17,6 @@ __all__ = [
     "b64url_encode",
     "b64url_problem",
     "canonical_b64url_pattern",
-    "encoded_length",
 ]
 
 _ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
@@ -28,11 +27,6 @@ _VALUE = {c: i for i, c in enumerate(_SYMBOLS)}
 def b64url_encode(data: bytes) -> str:
     """Encode bytes as unpadded base64url."""
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def encoded_length(byte_count: int) -> int:
-    """Characters of unpadded base64url for ``byte_count`` bytes."""
-    return (byte_count * 4 + 2) // 3
 
 
 def b64url_problem(text: str) -> str | None:

@@ -24,7 +24,6 @@ from nacl.bindings import crypto_sign_open
 from nacl.exceptions import BadSignatureError
 
 __all__ = [
-    "generate_private_key",
     "point_problem",
     "private_key_from_raw",
     "public_key_raw",
@@ -153,10 +152,6 @@ def verify_with_cryptography(public_key: bytes, signature: bytes, message: bytes
     except (InvalidSignature, ValueError):
         return False
     return True
-
-
-def generate_private_key() -> Ed25519PrivateKey:
-    return Ed25519PrivateKey.generate()
 
 
 def private_key_from_raw(seed: bytes) -> Ed25519PrivateKey:

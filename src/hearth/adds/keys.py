@@ -22,7 +22,6 @@ __all__ = [
     "load_ed25519_private_key",
     "load_x25519_private_key",
     "private_key_pem",
-    "x25519_public_raw",
 ]
 
 
@@ -83,7 +82,3 @@ def load_x25519_private_key(pem: bytes) -> X25519PrivateKey:
     key = _load(pem, X25519PrivateKey, "X25519")
     assert isinstance(key, X25519PrivateKey)
     return key
-
-
-def x25519_public_raw(key: X25519PrivateKey) -> bytes:
-    return key.public_key().public_bytes_raw()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import functools
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +23,9 @@ from .problems import Problem
 from .rules import json_type
 
 __all__ = ["ValidationResult", "validate", "validate_value"]
+
+# The member after which a document no longer does its job (warned about, never an error).
+_END_MEMBER = {"grant": "expires_at", "provider_record": "expires_at", "receipt": "retention_until"}
 
 _KEY_MESSAGES = {
     "non_canonical": "the Ed25519 public key is not canonically encoded",
@@ -126,9 +128,7 @@ def _time_warnings(kind: str, document: dict[str, Any], now: int) -> list[Proble
         return value if type(value) is int else None
 
     warnings = []
-    end_member = {"grant": "expires_at", "provider_record": "expires_at"}.get(kind)
-    if kind == "receipt":
-        end_member = "retention_until"
+    end_member = _END_MEMBER.get(kind)
     end = whole(end_member) if end_member else None
     if end is not None and now >= end:
         warnings.append(
@@ -209,13 +209,3 @@ def validate(
                 result.simple,
             )
     return result
-
-
-def problems_of(document: Mapping[str, Any]) -> tuple[Problem, ...]:
-    """Errors of a document held as Python values (it is serialized and parsed strictly first,
-    so a value JSON cannot carry is reported rather than silently converted)."""
-    try:
-        data = canonicalize(dict(document))
-    except ValueError as exc:
-        return (Problem("", "spec.ijson.syntax", f"not representable as I-JSON: {exc}"),)
-    return validate(data).errors
