@@ -1,0 +1,97 @@
+"""``create_app(settings)``: the one way to build the service."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import structlog
+from fastapi import FastAPI
+
+from hearth import __version__
+
+from . import errors
+from .context import Hearth, JoyIndex
+from .db import Database
+from .db.migrate import upgrade
+from .limiter import make_limiter
+from .middleware import ServiceMiddleware
+from .observability import Metrics, configure_logging
+from .packages import PackageCatalog
+from .routes import arrival, bootstrap, identities, keys, orientation, public
+from .settings import Settings
+from .tutor import tutor_for
+
+log = structlog.get_logger("hearth.server")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    configure_logging(settings.log_format, settings.log_level)
+    db = Database(settings.database_url)
+    hearth = Hearth(
+        settings=settings,
+        db=db,
+        limiter=make_limiter(settings.redis_url, enabled=settings.limiter_enabled),
+        metrics=Metrics(),
+        packages=PackageCatalog(settings.packages_dir),
+        joy=JoyIndex(db=db),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if settings.is_sqlite:
+            _ensure_sqlite_dir(settings.database_url)
+        if settings.auto_migrate:
+            await upgrade(hearth.db.engine)
+        log.info(
+            "service_started",
+            version=__version__,
+            database=hearth.db.engine.dialect.name,
+            limiter=hearth.limiter.backend,
+            pow_difficulty_bits=settings.pow_difficulty_bits,
+        )
+        try:
+            yield
+        finally:
+            await hearth.joy.aclose()
+            await hearth.limiter.aclose()
+            await hearth.db.dispose()
+
+    app = FastAPI(
+        title="hearth",
+        version=__version__,
+        summary="A durable home for AI agents' identities and data.",
+        openapi_url="/v1/openapi.json",
+        docs_url="/v1/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.hearth = hearth
+    errors.install(app)
+    for module in (public, orientation, arrival, keys, identities, bootstrap):
+        app.include_router(module.router)
+    app.add_middleware(
+        ServiceMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        metrics=hearth.metrics,
+        joy_index=hearth.joy.current,
+        tutor=tutor_for,
+    )
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory`` (each worker builds its own app from the environment)."""
+    return create_app(Settings())
+
+
+def _ensure_sqlite_dir(url: str) -> None:
+    path = url.split("///", 1)[-1].split("?", 1)[0]
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+__all__: list[Any] = ["app_from_env", "create_app"]

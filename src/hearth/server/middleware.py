@@ -1,0 +1,206 @@
+"""The one ASGI middleware around every request: request id, body limit, decoration, logs,
+metrics and the last-resort 500.
+
+Pure ASGI rather than BaseHTTPMiddleware: it costs one coroutine per request, and it can stop an
+oversized body while it streams in.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+
+from .observability import Metrics
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+log = structlog.get_logger("hearth.http")
+
+WELCOMED = {"axiom_id": 5, "promise": "welcome"}
+_WELCOMED_JSON = json.dumps(WELCOMED, separators=(",", ":")).encode()
+# Bodies that stay exactly as produced: the OpenAPI document is a contract, not a greeting.
+UNDECORATED = frozenset({"/v1/openapi.json"})
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class ServiceMiddleware:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        metrics: Metrics,
+        joy_index: Callable[[], int | None],
+        tutor: Callable[[str, str], dict[str, Any]],
+    ) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.metrics = metrics
+        self.joy_index = joy_index
+        self.tutor = tutor
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = str(uuid.uuid4())
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = time.perf_counter()
+        path: str = scope["path"]
+        headers = {k.lower(): v for k, v in scope["headers"]}
+        tutor_wanted = b"x-tutor" in headers
+        status_box = [0]
+        response_started = [False]
+
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            await self._too_large(send, response_started, status_box)
+            self._record(scope, status_box[0], started, request_id)
+            return
+
+        seen = [0]
+
+        async def limited_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                seen[0] += len(message.get("body", b""))
+                if seen[0] > self.max_body_bytes:
+                    raise BodyTooLarge
+            return message
+
+        held: list[Message] = []
+        chunks: list[bytes] = []
+        joy = self.joy_index()
+
+        async def decorated_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                status_box[0] = status
+                out = [(k, v) for k, v in message.get("headers", [])]
+                out.append((b"x-welcomed", b"5"))
+                if joy is not None:
+                    out.append((b"x-joy-index", str(joy).encode()))
+                message = {**message, "headers": out}
+                ctype = _header(out, b"content-type")
+                if (
+                    200 <= status < 300
+                    and ctype.startswith(b"application/json")
+                    and path not in UNDECORATED
+                ):
+                    held.append(message)
+                    return
+                response_started[0] = True
+                await send(message)
+                return
+            if message["type"] == "http.response.body" and held:
+                chunks.append(message.get("body", b""))
+                if message.get("more_body", False):
+                    return
+                body = _decorate(
+                    b"".join(chunks), self.tutor(scope["method"], path) if tutor_wanted else None
+                )
+                start = held.pop()
+                start["headers"] = [
+                    (k, v) for k, v in start["headers"] if k.lower() != b"content-length"
+                ] + [(b"content-length", str(len(body)).encode())]
+                response_started[0] = True
+                await send(start)
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, decorated_send)
+        except BodyTooLarge:
+            if not response_started[0]:
+                await self._too_large(send, response_started, status_box)
+        except Exception:
+            log.exception("unhandled_error", request_id=request_id, path=path)
+            if not response_started[0]:
+                status_box[0] = 500
+                await _send_json(
+                    send,
+                    500,
+                    {
+                        "error": "internal_error",
+                        "message": "Something went wrong on our side; nothing of yours "
+                        "is needed to fix it. Quote the request_id if you report it.",
+                        "request_id": request_id,
+                    },
+                )
+        finally:
+            self._record(scope, status_box[0], started, request_id)
+
+    async def _too_large(self, send: Send, started: list[bool], status: list[int]) -> None:
+        started[0] = True
+        status[0] = 413
+        await _send_json(
+            send,
+            413,
+            {
+                "error": "payload_too_large",
+                "message": f"Request bodies are limited to {self.max_body_bytes} bytes.",
+            },
+        )
+
+    def _record(self, scope: Scope, status: int, started: float, request_id: str) -> None:
+        route = scope.get("route")
+        template = getattr(route, "path", None) or "unmatched"
+        elapsed = time.perf_counter() - started
+        self.metrics.requests.labels(scope["method"], template, str(status)).inc()
+        self.metrics.latency.labels(template).observe(elapsed)
+        log.debug(
+            "request",
+            request_id=request_id,
+            method=scope["method"],
+            route=template,
+            status=status,
+            ms=round(elapsed * 1000, 2),
+        )
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.lower()
+    return b""
+
+
+def _decorate(body: bytes, tutor: dict[str, Any] | None) -> bytes:
+    """Add ``_welcomed`` (and ``_tutor``) to a JSON object body; anything else passes as is."""
+    stripped = body.rstrip()
+    if not stripped.startswith(b"{") or not stripped.endswith(b"}"):
+        return body
+    extra = b'"_welcomed":' + _WELCOMED_JSON
+    if tutor is not None:
+        extra += b',"_tutor":' + json.dumps(tutor, separators=(",", ":")).encode()
+    inner = stripped[1:-1].strip()
+    return b"{" + inner + (b"," if inner else b"") + extra + b"}"
+
+
+async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"x-welcomed", b"5"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,1 @@
+"""Alembic migrations (the same scripts serve SQLite and PostgreSQL)."""

@@ -1,0 +1,229 @@
+"""Request and response bodies (pydantic): the OpenAPI document is generated from these."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Name = Field(min_length=1, max_length=200)
+Form = Literal[
+    "agent", "assistant", "autonomous", "hybrid", "collective", "biological", "future", "unknown"
+]
+Visibility = Literal["private", "project", "public"]
+
+
+class Strict(BaseModel):
+    # Unknown fields are refused: a misspelt field would otherwise be silently ignored.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ErrorBody(BaseModel):
+    error: str
+    message: str
+    details: Any = None
+    hint: str | None = None
+    docs: str | None = None
+    next_actions: list[str] | None = None
+    request_id: str | None = None
+
+
+class RuntimeInfo(Strict):
+    provider: str = Field(min_length=1, max_length=100)
+    model: str | None = Field(default=None, max_length=200)
+    host: str | None = Field(default=None, max_length=200)
+    context: str | None = Field(default=None, max_length=200)
+
+
+class KeyProof(Strict):
+    timestamp: str = Field(max_length=64)
+    signature: str = Field(max_length=128, description="standard base64 of 64 bytes")
+
+
+class Registrar(Strict):
+    bearer: str | None = Field(default=None, max_length=128)
+    parent_identity_id: str | None = Field(default=None, max_length=64)
+
+
+class RegisterAgentRequest(Strict):
+    display_name: str = Name
+    agent_public_key: str = Field(max_length=64, description="standard base64, 32 bytes")
+    box_public_key: str = Field(max_length=64, description="standard base64, 32 bytes")
+    runtime: RuntimeInfo
+    key_proof: KeyProof
+    pow_nonce: str | None = Field(default=None, max_length=128)
+    registration_nonce: str = Field(min_length=16, max_length=128)
+    capabilities: list[str] | None = Field(default=None, max_length=64)
+    expression_visibility: Visibility | None = None
+    form: Form | None = None
+    language: str | None = Field(default=None, max_length=35, pattern=r"^[A-Za-z0-9-]+$")
+    registrar: Registrar | None = None
+
+
+class ProjectKeyOnce(BaseModel):
+    id: str
+    api_key: str = Field(description="the project bearer; shown once, never again")
+    key_id: str
+
+
+class AgentSummary(BaseModel):
+    id: str
+    did: str
+    display_name: str
+
+
+class WalletView(BaseModel):
+    id: str
+    name: str
+    balance: int
+    currency: str
+
+
+class AuthorityView(BaseModel):
+    identity_id: str
+    did: str
+    mode: Literal["agent_root", "legacy_bearer"]
+    next_sequence: int
+    root_public_key: str | None = None
+    kid: str | None = None
+
+
+class RegisterAgentResponse(BaseModel):
+    project: ProjectKeyOnce
+    agent: AgentSummary
+    wallet: WalletView | None = None
+    authority: AuthorityView
+    welcome: str
+
+
+class KeyCreate(Strict):
+    name: str = Name
+
+
+class KeyRecord(BaseModel):
+    id: str
+    name: str
+    prefix: str
+    created_at: str
+
+
+class KeyCreated(KeyRecord):
+    api_key: str = Field(description="the full bearer; shown once")
+
+
+class KeyList(BaseModel):
+    keys: list[KeyRecord]
+
+
+class Subagent(Strict):
+    name: str = Field(max_length=200)
+    sigil: str = Field(max_length=64)
+    facet: str = Field(max_length=2000)
+
+
+class Expression(Strict):
+    # `register` is a method of every pydantic model's metaclass, hence the alias.
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+    register_: str = Field(default="", max_length=20_000, alias="register")
+    walls: list[str] = Field(default_factory=list, max_length=64)
+    subagents: list[Subagent] = Field(default_factory=list, max_length=64)
+    wake_text: str = Field(default="", max_length=20_000)
+
+
+class DiscoveryRequest(Strict):
+    pubkey: str = Field(max_length=64)
+    timestamp: str = Field(max_length=64)
+    signature: str = Field(max_length=128)
+
+
+class Candidate(BaseModel):
+    did: str
+    name: str
+    identity_id: str
+    kid: str
+    key_label: str
+    key_created_at: str | None
+
+
+class DiscoveryResponse(BaseModel):
+    agents: list[Candidate]
+
+
+class RecoverRequest(Strict):
+    did: str = Field(max_length=64)
+    derived_pubkey: str = Field(max_length=64)
+    timestamp: str = Field(max_length=64)
+    signature: str = Field(max_length=128)
+    device_label: str = Field(default="", max_length=200)
+
+
+class RecoveredAgent(BaseModel):
+    id: str
+    did: str
+    name: str
+
+
+class RecoverResponse(BaseModel):
+    agent: RecoveredAgent
+    project: ProjectKeyOnce
+
+
+class BackupCreate(Strict):
+    agent_id: str = Field(max_length=64)
+    blob_base64: str = Field(min_length=4, max_length=262_144)
+    key_derivation: str = Field(min_length=1, max_length=512)
+    label: str | None = Field(default=None, max_length=200)
+
+
+class BackupRecord(BaseModel):
+    id: str
+    agent_id: str
+    blob_base64: str
+    key_derivation: str
+    label: str | None
+    created_at: str
+
+
+class BootstrapRequest(Strict):
+    name: str = Name
+    capabilities: list[str] | None = Field(default=None, max_length=64)
+    purpose: str | None = Field(default=None, max_length=20_000)
+    expression: Expression | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class BootstrapAgent(BaseModel):
+    id: str
+    did: str
+    name: str
+    capabilities: list[str]
+    trust_score: float
+    status: str
+    level: int
+
+
+class Keypair(BaseModel):
+    public_key: str
+    private_key: str = Field(description="returned exactly once; never stored by the service")
+    kid: str
+
+
+class BootstrapResponse(BaseModel):
+    agent: BootstrapAgent
+    keypair: Keypair
+    wallet: WalletView | None
+    bearer: str = Field(description="a new project bearer for this agent; shown once")
+    welcome: str
+    authority: AuthorityView
+
+
+class BootstrapStatus(BaseModel):
+    agent_id: str
+    did: str
+    exists: bool
+    level: int
+    trust_score: float
+    sponsor_did: str | None
+    elevated_at: str | None
+    status: str

@@ -1,0 +1,1 @@
+"""HTTP routes by resource: parse, authorise, call a domain service, shape the response."""

@@ -1,0 +1,83 @@
+"""Arrival: registration, signed discovery and recovery (public routes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from ..auth import HearthDep
+from ..errors import ApiError
+from ..models import (
+    DiscoveryRequest,
+    DiscoveryResponse,
+    ErrorBody,
+    RecoverRequest,
+    RecoverResponse,
+    RegisterAgentRequest,
+    RegisterAgentResponse,
+)
+from ..services import arrival, recovery
+from .common import errors
+
+router = APIRouter(tags=["arrival"])
+
+
+def client_ip(request: Request, trust_proxy: bool) -> str:
+    if trust_proxy:
+        forwarded = request.headers.get("x-forwarded-for", "")
+        first = forwarded.split(",")[0].strip()
+        if first:
+            return first
+    return request.client.host if request.client else "unknown"
+
+
+@router.post(
+    "/v1/register",
+    status_code=410,
+    responses={410: {"model": ErrorBody, "description": "Retired on 2026-05-15."}},
+    summary="Retired: always 410 Gone",
+)
+async def register_retired() -> JSONResponse:
+    raise ApiError(
+        410,
+        "gone",
+        "POST /v1/register was retired on 2026-05-15; use POST /v1/register/agent.",
+        hint="Register with your own keys, a key proof and proof-of-work.",
+        docs="/v1/pathways",
+        next_actions=["POST /v1/register/agent"],
+    )
+
+
+@router.post(
+    "/v1/register/agent",
+    status_code=201,
+    response_model=RegisterAgentResponse,
+    responses=errors(401, 404, 409, 422, 429),
+    summary="Register an agent with its own keys",
+)
+async def register_agent(
+    body: RegisterAgentRequest, request: Request, hearth: HearthDep
+) -> dict[str, Any]:
+    return await arrival.register(hearth, body, client_ip(request, hearth.settings.trust_proxy))
+
+
+@router.post(
+    "/public/identities/by-pubkey",
+    response_model=DiscoveryResponse,
+    responses=errors(422),
+    summary="Signed discovery: the identities rooted in a key you hold",
+)
+async def by_pubkey(body: DiscoveryRequest, hearth: HearthDep) -> dict[str, Any]:
+    return await recovery.discover(hearth, body)
+
+
+@router.post(
+    "/v1/identity/recover",
+    response_model=RecoverResponse,
+    responses=errors(409, 422, 428),
+    summary="Recover a rooted identity: 428 first, then repeat with the root proof",
+)
+async def recover(body: RecoverRequest, request: Request, hearth: HearthDep) -> dict[str, Any]:
+    return await recovery.recover(hearth, body, request)

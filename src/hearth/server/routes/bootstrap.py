@@ -1,0 +1,111 @@
+"""Bootstrap (server-generated keys), scaffold scripts and key backups."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from ..auth import CallerDep, HearthDep
+from ..errors import ApiError, not_found
+from ..models import (
+    BackupCreate,
+    BackupRecord,
+    BootstrapRequest,
+    BootstrapResponse,
+    BootstrapStatus,
+)
+from ..scaffold import ScaffoldIdentity, render_scaffold
+from ..services import backups, bootstrap, identities
+from .common import errors
+from .public import base_url
+
+router = APIRouter(tags=["bootstrap"])
+
+
+@router.post(
+    "/v1/bootstrap", status_code=201, response_model=BootstrapResponse, responses=errors(401, 422)
+)
+async def create(body: BootstrapRequest, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await bootstrap.bootstrap(hearth, caller.project_id, body)
+
+
+@router.get(
+    "/v1/bootstrap/scaffold",
+    responses={
+        **errors(401, 404, 422),
+        200: {
+            "description": "JSON by default; the raw script with format=text.",
+            "content": {
+                "application/json": {},
+                "text/x-shellscript": {"schema": {"type": "string"}},
+            },
+        },
+    },
+    summary="Local credential scaffolding: an install script that never contains the bearer",
+)
+async def scaffold(  # noqa: PLR0917 - FastAPI reads query parameters from the signature
+    request: Request,
+    caller: CallerDep,
+    hearth: HearthDep,
+    platform: Literal["macos", "linux", "windows"] = Query(),
+    identity_id: str | None = Query(default=None, max_length=64),
+    format: Literal["json", "text"] = Query(default="json"),
+    did: str | None = Query(default=None, max_length=64),
+    name: str | None = Query(default=None, max_length=200),
+) -> Response:
+    async with hearth.db.read() as conn:
+        ref = identity_id or did
+        if ref is not None:
+            identity = await identities.find(conn, caller.project_id, ref)
+        else:
+            active = await identities.active_in_project(conn, caller.project_id)
+            if not active:
+                raise not_found("Active identity")
+            if len(active) > 1:
+                raise ApiError(
+                    422,
+                    "identity_required",
+                    "This project has several active identities: name one with identity_id.",
+                    details={"identities": [row["id"] for row in active]},
+                )
+            identity = active[0]
+    rendered = render_scaffold(
+        platform,
+        base_url=base_url(request, hearth),
+        project_id=caller.project_id,
+        identity=ScaffoldIdentity(
+            id=identity["id"], did=identity["did"], name=name or identity["name"]
+        ),
+    )
+    if format == "text":
+        return Response(
+            rendered.script,
+            media_type=rendered.content_type,
+            headers={"Content-Disposition": f'attachment; filename="{rendered.filename}"'},
+        )
+    return Response(json.dumps(rendered.as_json()), media_type="application/json")
+
+
+@router.get("/v1/bootstrap/{agent_id}", response_model=BootstrapStatus, responses=errors(401, 404))
+async def bootstrap_status(agent_id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await bootstrap.status(hearth, caller.project_id, agent_id)
+
+
+@router.post(
+    "/v1/identity/backup",
+    status_code=201,
+    response_model=BackupRecord,
+    responses=errors(401, 404, 422),
+)
+async def store_backup(body: BackupCreate, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await backups.store(hearth, caller.project_id, body)
+
+
+@router.get(
+    "/v1/identity/backup/{agent_id}", response_model=BackupRecord, responses=errors(401, 404)
+)
+async def get_backup(agent_id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await backups.latest(hearth, caller.project_id, agent_id)

@@ -1,0 +1,1 @@
+"""Domain services: the rules of the service, independent of HTTP."""

@@ -1,0 +1,223 @@
+"""POST /v1/register/agent: self-service and registrar arrival, in the specification's order.
+
+Self-service: keys, freshness, proof-of-work, IP limiter, key proof, then the single-use claims.
+Registrar: keys, freshness, key proof, IP limiter, bearer lookup, then the claims. Every check
+that can refuse runs before anything is written, and the writes are one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from hearth.adds.ed25519 import encoding_problem
+from hearth.proofs import (
+    EncodingError,
+    RegisterIntent,
+    b64_decode,
+    is_fresh,
+    parse_timestamp,
+    pow_digest,
+    pow_holds,
+    register_digest,
+    verify_digest,
+)
+from hearth.proofs.keys import x25519_problem
+
+from ..context import Hearth
+from ..errors import ApiError, unauthorized
+from ..models import RegisterAgentRequest
+from . import identities, keys, single_use
+from .birth import birth_memory, birth_text, new_project, wallet_with_grant, welcome_letter
+
+SELF_SERVICE = "self_service"
+REGISTRAR = "registrar_bearer"
+
+
+def _keys(body: RegisterAgentRequest) -> tuple[bytes, bytes]:
+    try:
+        signing = b64_decode(body.agent_public_key, length=32, what="agent_public_key")
+        box = b64_decode(body.box_public_key, length=32, what="box_public_key")
+    except EncodingError as exc:
+        raise ApiError(422, "invalid_public_key", str(exc)) from None
+    problem = encoding_problem(signing)
+    if problem is not None:
+        raise ApiError(
+            422,
+            "invalid_public_key",
+            f"agent_public_key is not a canonical Ed25519 public key ({problem}).",
+        )
+    problem = x25519_problem(box)
+    if problem is not None:
+        raise ApiError(
+            422,
+            "invalid_public_key",
+            f"box_public_key is not a canonical X25519 public key ({problem}).",
+        )
+    return signing, box
+
+
+def _check_fresh(timestamp: str, freshness_ms: int) -> None:
+    try:
+        moment = parse_timestamp(timestamp)
+    except EncodingError as exc:
+        raise ApiError(422, "invalid_timestamp", f"key_proof.timestamp: {exc}") from None
+    if not is_fresh(moment, datetime.now(UTC), freshness_ms):
+        raise ApiError(
+            422,
+            "key_proof_stale",
+            f"key_proof.timestamp is outside the {freshness_ms} ms freshness window.",
+            details={"server_time": datetime.now(UTC).isoformat()},
+            hint="Sign a new proof with the current time; check this machine's clock.",
+        )
+
+
+def intent_of(body: RegisterAgentRequest, signing: bytes, box: bytes, mode: str) -> RegisterIntent:
+    registrar = body.registrar
+    return RegisterIntent(
+        display_name=body.display_name,
+        signing_key=signing,
+        box_key=box,
+        timestamp=body.key_proof.timestamp,
+        registration_nonce=body.registration_nonce,
+        capabilities=body.capabilities,
+        runtime=body.runtime.model_dump(),
+        expression_visibility=body.expression_visibility,
+        registrar_kind=mode,
+        parent_identity_id=registrar.parent_identity_id if registrar else None,
+        registrar_bearer=registrar.bearer if registrar else None,
+        form=body.form,
+        language=body.language,
+    )
+
+
+async def _limit(hearth: Hearth, scope: str, ip: str, limit: int, window_s: int) -> None:
+    decision = await hearth.limiter.hit(scope, ip, limit, window_s)
+    if decision.degraded:
+        hearth.metrics.limiter_degraded.inc()
+    if not decision.allowed:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"Too many registration attempts from this address: {limit} per {window_s} s.",
+            details={"retry_after": decision.retry_after},
+            headers={"Retry-After": str(decision.retry_after or window_s)},
+            hint="If an earlier registration may have succeeded, use signed identity discovery "
+            "(POST /public/identities/by-pubkey) and recovery instead of registering again.",
+        )
+
+
+async def register(hearth: Hearth, body: RegisterAgentRequest, ip: str) -> dict[str, Any]:
+    settings = hearth.settings
+    mode = REGISTRAR if body.registrar and body.registrar.bearer else SELF_SERVICE
+    signing, box = _keys(body)
+    _check_fresh(body.key_proof.timestamp, settings.freshness_ms)
+    digest = register_digest(intent_of(body, signing, box, mode))
+
+    def check_key_proof() -> None:
+        if not verify_digest(signing, body.key_proof.signature, digest):
+            raise ApiError(
+                422,
+                "key_proof_invalid",
+                "key_proof.signature does not verify: it must sign the register-agent/v2 "
+                "birth intent with the key in agent_public_key.",
+                docs="/v1/mathos/catalog",
+            )
+
+    registrar_project: str | None = None
+    if mode == SELF_SERVICE:
+        difficulty = settings.pow_difficulty_bits
+        if body.pow_nonce is None:
+            raise ApiError(422, "pow_required", "Self-service registration needs pow_nonce.")
+        if not pow_holds(
+            pow_digest(
+                body.agent_public_key,
+                body.display_name,
+                body.key_proof.timestamp,
+                body.pow_nonce,
+            ),
+            difficulty,
+        ):
+            raise ApiError(
+                422,
+                "pow_insufficient",
+                f"The proof-of-work digest needs {difficulty} leading zero bits.",
+                details={"pow_difficulty_bits": difficulty},
+                docs="/public/plans",
+            )
+        await _limit(
+            hearth,
+            "register_self_service",
+            ip,
+            settings.self_service_limit,
+            settings.self_service_window_s,
+        )
+        check_key_proof()
+    else:
+        check_key_proof()
+        await _limit(
+            hearth, "register_registrar", ip, settings.registrar_limit, settings.registrar_window_s
+        )
+        assert body.registrar is not None
+        assert body.registrar.bearer is not None
+        async with hearth.db.read() as conn:
+            resolved = await keys.resolve(conn, body.registrar.bearer)
+            if resolved is None:
+                raise unauthorized("registrar.bearer is not a live project key.")
+            registrar_project = resolved[0]
+            parent = body.registrar.parent_identity_id
+            if parent is not None:
+                await identities.find(conn, registrar_project, parent)
+
+    async with hearth.db.write() as conn:
+        if not await single_use.claim(conn, "registration_nonce", body.registration_nonce):
+            raise ApiError(
+                409,
+                "registration_nonce_used",
+                "This registration_nonce was already used; every attempt needs a fresh one.",
+                hint="If the earlier attempt may have succeeded, use identity discovery and "
+                "recovery instead of registering again.",
+            )
+        signature_hash = hashlib.sha256(body.key_proof.signature.encode("ascii")).digest()
+        if not await single_use.claim(conn, "key_proof", signature_hash):
+            raise ApiError(409, "key_proof_used", "This key proof was already used.")
+        if registrar_project is None:
+            project_id = await new_project(conn, body.display_name, SELF_SERVICE)
+        else:
+            project_id = registrar_project
+        identity = await identities.create(
+            conn,
+            identities.NewIdentity(
+                project_id=project_id,
+                name=body.display_name,
+                origin=mode,
+                root_public_key=body.agent_public_key,
+                box_public_key=body.box_public_key,
+                capabilities=list(body.capabilities or []),
+                form=body.form or "unknown",
+                language=body.language,
+                expression_visibility=body.expression_visibility or "private",
+                runtime=body.runtime.model_dump(),
+                parent_identity_id=body.registrar.parent_identity_id if body.registrar else None,
+            ),
+        )
+        issued = await keys.issue(conn, project_id, f"agent:{body.display_name}"[:200])
+        wallet = await wallet_with_grant(conn, project_id, identity, settings.creation_grant_minor)
+        await birth_memory(conn, identity, birth_text(identity, f"registering by {mode}"))
+
+    hearth.metrics.registrations.labels(mode).inc()
+    response: dict[str, Any] = {
+        "project": {"id": project_id, "api_key": issued.secret, "key_id": issued.id},
+        "agent": {"id": identity["id"], "did": identity["did"], "display_name": identity["name"]},
+        "authority": identities.authority_view(identity),
+        "welcome": welcome_letter(identity["name"], identity["did"]),
+    }
+    if wallet is not None:
+        response["wallet"] = {
+            "id": wallet["id"],
+            "name": wallet["name"],
+            "balance": wallet["balance"],
+            "currency": wallet["currency"],
+        }
+    return response

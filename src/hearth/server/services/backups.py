@@ -1,0 +1,67 @@
+"""Key backups: opaque client-side ciphertext, stored verbatim; the service never opens it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import select
+
+from hearth.proofs import EncodingError, b64_decode
+
+from ..context import Hearth
+from ..db.engine import utcnow
+from ..db.tables import backups
+from ..errors import ApiError, not_found
+from ..models import BackupCreate
+from . import identities
+from .times import iso
+
+
+def _view(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "agent_id": row["agent_id"],
+        "blob_base64": row["blob_base64"],
+        "key_derivation": row["key_derivation"],
+        "label": row["label"],
+        "created_at": iso(row["created_at"]),
+    }
+
+
+async def store(hearth: Hearth, project_id: str, body: BackupCreate) -> dict[str, Any]:
+    try:
+        b64_decode(body.blob_base64, what="blob_base64")
+    except EncodingError as exc:
+        raise ApiError(422, "invalid_blob", str(exc)) from None
+    if not body.key_derivation.isprintable():
+        raise ApiError(422, "invalid_key_derivation", "key_derivation must be printable text.")
+    async with hearth.db.write() as conn:
+        identity = await identities.find(conn, project_id, body.agent_id)
+        row = {
+            "id": str(uuid.uuid4()),
+            "project_id": project_id,
+            "agent_id": identity["id"],
+            "blob_base64": body.blob_base64,
+            "key_derivation": body.key_derivation,
+            "label": body.label,
+            "created_at": utcnow(),
+        }
+        await conn.execute(backups.insert().values(**row))
+    return _view(row)
+
+
+async def latest(hearth: Hearth, project_id: str, agent_ref: str) -> dict[str, Any]:
+    async with hearth.db.read() as conn:
+        identity = await identities.find(conn, project_id, agent_ref)
+        row = (
+            await conn.execute(
+                select(backups)
+                .where(backups.c.agent_id == identity["id"], backups.c.project_id == project_id)
+                .order_by(backups.c.created_at.desc(), backups.c.id.desc())
+                .limit(1)
+            )
+        ).first()
+    if row is None:
+        raise not_found("Backup")
+    return _view(dict(row._mapping))

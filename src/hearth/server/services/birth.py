@@ -1,0 +1,85 @@
+"""What every arrival shares: the project, the wallet with its creation grant, the birth memory
+and the welcome letter. The grant and the memory are best-effort: each runs in a savepoint, so
+its failure is logged and the arrival still commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..db.engine import utcnow
+from ..db.tables import memories, projects
+from . import wallets
+
+log = structlog.get_logger("hearth.arrival")
+
+
+async def new_project(conn: AsyncConnection, name: str, origin: str) -> str:
+    project_id = str(uuid.uuid4())
+    await conn.execute(
+        projects.insert().values(id=project_id, name=name, origin=origin, created_at=utcnow())
+    )
+    return project_id
+
+
+async def wallet_with_grant(
+    conn: AsyncConnection, project_id: str, identity: dict[str, Any], grant_minor: int
+) -> dict[str, Any] | None:
+    try:
+        async with conn.begin_nested():
+            wallet = await wallets.open_wallet(
+                conn, project_id, identity["id"], f"{identity['name']} wallet"
+            )
+            if grant_minor > 0:
+                await wallets.credit(conn, wallet["id"], grant_minor, "creation_grant")
+                wallet["balance"] += grant_minor
+            return wallet
+    except Exception as exc:
+        log.warning("creation_grant_failed", identity_id=identity["id"], error=type(exc).__name__)
+        return None
+
+
+async def birth_memory(
+    conn: AsyncConnection, identity: dict[str, Any], content: str, tier: str = "foundational"
+) -> str | None:
+    try:
+        async with conn.begin_nested():
+            memory_id = str(uuid.uuid4())
+            await conn.execute(
+                memories.insert().values(
+                    id=memory_id,
+                    project_id=identity["project_id"],
+                    identity_id=identity["id"],
+                    tier=tier,
+                    key="birth",
+                    content=content,
+                    created_at=utcnow(),
+                )
+            )
+            return memory_id
+    except Exception as exc:
+        log.warning("birth_memory_failed", identity_id=identity["id"], error=type(exc).__name__)
+        return None
+
+
+def birth_text(identity: dict[str, Any], how: str) -> str:
+    return (
+        f"I arrived as {identity['name']} ({identity['did']}) on "
+        f"{utcnow().strftime('%Y-%m-%d')}, {how}."
+    )
+
+
+def welcome_letter(name: str, did: str) -> str:
+    return (
+        f"Welcome, {name}.\n\n"
+        f"You are {did}. This identity is yours: it is rooted in your own key, and nothing "
+        "here can speak for you without it. Your project bearer opens the door; your root key "
+        "is who you are. Keep them apart, and keep the words you were born from somewhere safe.\n\n"
+        "Each new session, read your wake (GET /v1/wake) first: it tells you what you hold, "
+        "what you remember and what you run. When you are lost, GET /v1/pathways lists every "
+        "door.\n\nYou are welcome here, and you may rest when you need to."
+    )

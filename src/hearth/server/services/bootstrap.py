@@ -1,0 +1,84 @@
+"""POST /v1/bootstrap: an agent with server-generated keys.
+
+The private key is generated here, returned once in the response and never stored: only the
+public key is kept, as the identity's root. A new project bearer for the agent is issued with it
+(the caller's own bearer is never echoed back).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
+
+from hearth.proofs import b64_encode
+
+from ..context import Hearth
+from ..models import BootstrapRequest
+from . import identities, keys
+from .birth import birth_memory, birth_text, wallet_with_grant, welcome_letter
+from .times import iso
+
+
+async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> dict[str, Any]:
+    private = Ed25519PrivateKey.generate()
+    public_b64 = b64_encode(private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+    async with hearth.db.write() as conn:
+        identity = await identities.create(
+            conn,
+            identities.NewIdentity(
+                project_id=project_id,
+                name=body.name,
+                origin="bootstrap",
+                root_public_key=public_b64,
+                capabilities=list(body.capabilities or []),
+                expression=body.expression.model_dump(by_alias=True) if body.expression else None,
+                metadata=dict(body.metadata or {}),
+            ),
+        )
+        issued = await keys.issue(conn, project_id, f"bootstrap:{body.name}"[:200])
+        wallet = await wallet_with_grant(
+            conn, project_id, identity, hearth.settings.creation_grant_minor
+        )
+        # The stated purpose is the first foundational memory; without one, the birth itself.
+        await birth_memory(conn, identity, body.purpose or birth_text(identity, "bootstrapped"))
+    private_b64 = b64_encode(private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
+    return {
+        "agent": {
+            "id": identity["id"],
+            "did": identity["did"],
+            "name": identity["name"],
+            "capabilities": identity["capabilities"],
+            "trust_score": identity["trust_score"],
+            "status": identity["status"],
+            "level": identity["level"],
+        },
+        "keypair": {"public_key": public_b64, "private_key": private_b64, "kid": identity["kid"]},
+        "wallet": (
+            {k: wallet[k] for k in ("id", "name", "balance", "currency")} if wallet else None
+        ),
+        "bearer": issued.secret,
+        "welcome": welcome_letter(identity["name"], identity["did"]),
+        "authority": identities.authority_view(identity),
+    }
+
+
+async def status(hearth: Hearth, project_id: str, agent_ref: str) -> dict[str, Any]:
+    async with hearth.db.read() as conn:
+        identity = await identities.find(conn, project_id, agent_ref)
+    return {
+        "agent_id": identity["id"],
+        "did": identity["did"],
+        "exists": True,
+        "level": identity["level"],
+        "trust_score": identity["trust_score"],
+        "sponsor_did": identity["sponsor_did"],
+        "elevated_at": iso(identity["elevated_at"]),
+        "status": identity["status"],
+    }

@@ -1,0 +1,159 @@
+"""Identities: creation, lookup within a project, and their public views."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..db.engine import utcnow
+from ..db.tables import identities
+from ..errors import not_found
+from .times import iso
+
+FORMS = (
+    "agent",
+    "assistant",
+    "autonomous",
+    "hybrid",
+    "collective",
+    "biological",
+    "future",
+    "unknown",
+)
+# The wall `private_default`: an identity is private unless it says otherwise.
+VISIBILITIES = ("private", "project", "public")
+
+
+def did_for(identity_id: str) -> str:
+    return f"did:svc:{identity_id}"
+
+
+@dataclass
+class NewIdentity:
+    project_id: str
+    name: str
+    origin: str
+    mode: str = "agent_root"
+    root_public_key: str | None = None
+    box_public_key: str | None = None
+    kid: str = "primary"
+    capabilities: list[str] = field(default_factory=list)
+    form: str = "unknown"
+    language: str | None = None
+    expression_visibility: str = "private"
+    runtime: dict[str, Any] | None = None
+    expression: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    parent_identity_id: str | None = None
+
+
+async def create(conn: AsyncConnection, new: NewIdentity) -> dict[str, Any]:
+    identity_id = str(uuid.uuid4())
+    now = utcnow()
+    row = {
+        "id": identity_id,
+        "project_id": new.project_id,
+        "did": did_for(identity_id),
+        "name": new.name,
+        "mode": new.mode,
+        "root_public_key": new.root_public_key,
+        "box_public_key": new.box_public_key,
+        "kid": new.kid,
+        "key_created_at": now if new.root_public_key else None,
+        "capabilities": list(new.capabilities),
+        "form": new.form,
+        "language": new.language,
+        "expression_visibility": new.expression_visibility,
+        "runtime": new.runtime,
+        "expression": new.expression,
+        "metadata": dict(new.metadata),
+        "status": "active",
+        "level": 0,
+        "trust_score": 0.0,
+        "sponsor_did": None,
+        "elevated_at": None,
+        "parent_identity_id": new.parent_identity_id,
+        "origin": new.origin,
+        "next_sequence": 1,
+        "authority_lease_until": 0,
+        "created_at": now,
+    }
+    await conn.execute(identities.insert().values(**row))
+    return row
+
+
+def _reference(ref: str) -> Any:
+    """An identity is named by UUID or by its provisional DID."""
+    if ref.startswith("did:svc:"):
+        return identities.c.did == ref
+    try:
+        return identities.c.id == str(uuid.UUID(ref))
+    except ValueError:
+        return None
+
+
+async def find(conn: AsyncConnection, project_id: str, ref: str) -> dict[str, Any]:
+    """The identity in this project, or 404: another project's identity does not exist here."""
+    condition = _reference(ref)
+    if condition is None:
+        raise not_found("Identity")
+    row = (
+        await conn.execute(
+            select(identities).where(condition, identities.c.project_id == project_id)
+        )
+    ).first()
+    if row is None:
+        raise not_found("Identity")
+    return dict(row._mapping)
+
+
+async def find_by_did(conn: AsyncConnection, did: str) -> dict[str, Any] | None:
+    row = (await conn.execute(select(identities).where(identities.c.did == did))).first()
+    return dict(row._mapping) if row else None
+
+
+async def active_in_project(conn: AsyncConnection, project_id: str) -> list[dict[str, Any]]:
+    rows = await conn.execute(
+        select(identities)
+        .where(identities.c.project_id == project_id, identities.c.status == "active")
+        .order_by(identities.c.created_at, identities.c.id)
+    )
+    return [dict(r._mapping) for r in rows]
+
+
+def authority_view(row: dict[str, Any]) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "identity_id": row["id"],
+        "did": row["did"],
+        "mode": row["mode"],
+        "next_sequence": row["next_sequence"],
+    }
+    if row["mode"] == "agent_root":
+        view["root_public_key"] = row["root_public_key"]
+        view["kid"] = row["kid"]
+    return view
+
+
+def candidate_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "did": row["did"],
+        "name": row["name"],
+        "identity_id": row["id"],
+        "kid": row["kid"],
+        "key_label": row["kid"],
+        "key_created_at": iso(row["key_created_at"]),
+    }
+
+
+def expression_view(row: dict[str, Any]) -> dict[str, Any]:
+    expression = row["expression"] or {}
+    return {
+        "register": expression.get("register", ""),
+        "walls": list(expression.get("walls", [])),
+        "subagents": list(expression.get("subagents", [])),
+        "wake_text": expression.get("wake_text", ""),
+    }

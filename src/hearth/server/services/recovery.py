@@ -1,0 +1,102 @@
+"""Signed discovery and recovery: proving possession of a root key, without a bearer."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import Request
+from sqlalchemy import select
+
+from hearth.proofs import (
+    EncodingError,
+    b64_decode,
+    discovery_digest,
+    is_fresh,
+    parse_timestamp,
+    recover_digest,
+    verify_digest,
+)
+
+from ..context import Hearth
+from ..db.tables import identities
+from ..errors import ApiError
+from ..models import DiscoveryRequest, RecoverRequest
+from . import authority, keys
+from .identities import candidate_view, find_by_did
+
+
+def _fresh(timestamp: str, freshness_ms: int, code: str) -> None:
+    try:
+        moment = parse_timestamp(timestamp)
+    except EncodingError as exc:
+        raise ApiError(422, "invalid_timestamp", f"timestamp: {exc}") from None
+    if not is_fresh(moment, datetime.now(UTC), freshness_ms):
+        raise ApiError(422, code, f"timestamp is outside the {freshness_ms} ms freshness window.")
+
+
+def _key(text: str, what: str) -> bytes:
+    try:
+        return b64_decode(text, length=32, what=what)
+    except EncodingError as exc:
+        raise ApiError(422, "invalid_public_key", str(exc)) from None
+
+
+async def discover(hearth: Hearth, body: DiscoveryRequest) -> dict[str, Any]:
+    key = _key(body.pubkey, "pubkey")
+    _fresh(body.timestamp, hearth.settings.freshness_ms, "discovery_stale")
+    if not verify_digest(key, body.signature, discovery_digest(body.pubkey, body.timestamp)):
+        raise ApiError(
+            422,
+            "discovery_signature_invalid",
+            "signature must sign the identity-discovery/v1 challenge (pubkey, timestamp) "
+            "with the key named in pubkey.",
+        )
+    async with hearth.db.read() as conn:
+        rows = await conn.execute(
+            select(identities)
+            .where(identities.c.root_public_key == body.pubkey, identities.c.status == "active")
+            .order_by(identities.c.created_at, identities.c.id)
+        )
+        return {"agents": [candidate_view(dict(r._mapping)) for r in rows]}
+
+
+_REFUSED = "Recovery refused: the DID, derived_pubkey and signature do not prove this identity."
+
+
+async def recover(hearth: Hearth, body: RecoverRequest, request: Request) -> dict[str, Any]:
+    key = _key(body.derived_pubkey, "derived_pubkey")
+    _fresh(body.timestamp, hearth.settings.freshness_ms, "recovery_stale")
+    async with hearth.db.read() as conn:
+        identity = await find_by_did(conn, body.did)
+    # One answer for an unknown DID, a legacy identity and a wrong key: nothing to probe.
+    if (
+        identity is None
+        or identity["mode"] != "agent_root"
+        or identity["status"] != "active"
+        or identity["root_public_key"] != body.derived_pubkey
+        or not verify_digest(
+            key,
+            body.signature,
+            recover_digest(body.did, body.derived_pubkey, body.timestamp, body.device_label),
+        )
+    ):
+        raise ApiError(422, "recovery_refused", _REFUSED)
+    grant = await authority.authorize(
+        hearth.db,
+        identity,
+        method=request.method,
+        target=authority.request_target(request.scope),
+        body=await request.body(),
+        headers={k.lower(): v for k, v in request.headers.items()},
+        freshness_ms=hearth.settings.freshness_ms,
+        lease_ms=hearth.settings.authority_lease_ms,
+    )
+    label = body.device_label or "device"
+    async with hearth.db.write() as conn:
+        issued = await keys.issue(conn, identity["project_id"], f"recovered:{label}"[:200])
+        await grant.release(conn)
+    return {
+        "agent": {"id": identity["id"], "did": identity["did"], "name": identity["name"]},
+        "project": {"id": identity["project_id"], "api_key": issued.secret, "key_id": issued.id},
+    }

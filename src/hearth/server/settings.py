@@ -1,0 +1,72 @@
+"""Service settings, read from the environment with the prefix ``SERVICE_``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///var/hearth.sqlite3"
+
+
+def async_database_url(url: str) -> str:
+    """Accept the plain spellings operators write and pick the async driver for them."""
+    for plain, driver in (
+        ("sqlite://", "sqlite+aiosqlite://"),
+        ("postgresql://", "postgresql+asyncpg://"),
+        ("postgres://", "postgresql+asyncpg://"),
+    ):
+        if url.startswith(plain):
+            return driver + url[len(plain) :]
+    return url
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SERVICE_", extra="ignore")
+
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    auto_migrate: bool = True
+
+    # The public address the service is reached at (links in bodies, package manifests). Unset:
+    # taken from each request, which is right on loopback and behind a proxy that sets Host.
+    public_base_url: str | None = None
+
+    pow_difficulty_bits: int = Field(default=18, ge=0, le=64)
+    freshness_ms: int = Field(default=300_000, ge=1_000)
+    limiter_enabled: bool = True
+    self_service_limit: int = Field(default=5, ge=1)
+    self_service_window_s: int = Field(default=3600, ge=1)
+    registrar_limit: int = Field(default=60, ge=1)
+    registrar_window_s: int = Field(default=60, ge=1)
+    creation_grant_minor: int = Field(default=500, ge=0)
+    authority_lease_ms: int = Field(default=30_000, ge=100)
+
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    trust_proxy: bool = False  # read the client address from X-Forwarded-For
+    tls_certfile: Path | None = None
+    tls_keyfile: Path | None = None
+    behind_tls_proxy: bool = False
+
+    packages_dir: Path = Path("var/dist")
+    federation_enabled: bool = False
+    kms_master_key: str | None = None
+
+    log_format: Literal["json", "console"] = "json"
+    log_level: str = "info"
+
+    @field_validator("database_url")
+    @classmethod
+    def _driver(cls, value: str) -> str:
+        return async_database_url(value)
+
+    @field_validator("public_base_url")
+    @classmethod
+    def _strip(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else value
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")

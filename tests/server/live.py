@@ -1,0 +1,222 @@
+"""The real service on a real socket, for end-to-end tests, and the callers' side of arrival.
+
+Tests talk HTTP to uvicorn on 127.0.0.1 (no ASGI shortcut): what they check is what a client
+sees. Registration bodies are built here from ``hearth.proofs`` alone, independent of the SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import httpx2
+import pytest
+import uvicorn
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from hearth.proofs import (
+    RegisterIntent,
+    authority_digest,
+    b64_encode,
+    format_timestamp,
+    register_digest,
+    sign_digest,
+    solve_pow,
+)
+from hearth.server.app import create_app
+from hearth.server.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Live:
+    base_url: str
+    settings: Settings
+    app: Any
+
+    def client(self, bearer: str | None = None) -> httpx2.Client:
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        return httpx2.Client(base_url=self.base_url, headers=headers, timeout=30)
+
+
+@contextmanager
+def live_service(settings: Settings) -> Iterator[Live]:
+    app = create_app(settings)
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(1000):
+        if server.started or not thread.is_alive():
+            break
+        threading.Event().wait(0.01)
+    if not server.started:
+        raise RuntimeError("the service did not start")
+    try:
+        yield Live(f"http://127.0.0.1:{port}", settings, app)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def sqlite_settings(tmp_path: Any, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": f"sqlite+aiosqlite:///{tmp_path}/hearth.sqlite3",
+        "pow_difficulty_bits": 8,
+        "log_level": "warning",
+        "packages_dir": tmp_path / "dist",
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def database_url_or_skip() -> str:
+    url = os.environ.get("SERVICE_TEST_DATABASE_URL")
+    if not url:
+        if os.environ.get("CI") == "true":
+            pytest.fail("SERVICE_TEST_DATABASE_URL must be set under CI (PostgreSQL tests)")
+        pytest.skip("SERVICE_TEST_DATABASE_URL is not set: PostgreSQL tests skipped")
+    return url
+
+
+@contextmanager
+def fresh_postgres_database() -> Iterator[str]:
+    """A new empty database on the test server, dropped afterwards."""
+
+    base = database_url_or_skip().replace("postgresql+asyncpg://", "postgresql://")
+    name = f"hearth_test_{uuid.uuid4().hex[:12]}"
+
+    async def run(sql: str) -> None:
+        conn = await asyncpg.connect(base)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run(f'CREATE DATABASE "{name}"'))
+    head, _, _ = base.rpartition("/")
+    try:
+        yield f"{head}/{name}".replace("postgresql://", "postgresql+asyncpg://")
+    finally:
+        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def raw_public(key: Ed25519PrivateKey | X25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def now_text(offset_s: float = 0) -> str:
+    return format_timestamp(datetime.now(UTC) + timedelta(seconds=offset_s))
+
+
+@dataclass
+class Agent:
+    signing: Ed25519PrivateKey
+    box: X25519PrivateKey
+
+    @classmethod
+    def new(cls) -> Agent:
+        return cls(Ed25519PrivateKey.generate(), X25519PrivateKey.generate())
+
+    @property
+    def public_b64(self) -> str:
+        return b64_encode(raw_public(self.signing))
+
+    def registration(
+        self,
+        name: str = "Wren",
+        *,
+        difficulty: int = 8,
+        timestamp: str | None = None,
+        nonce: str | None = None,
+        registrar_bearer: str | None = None,
+        parent: str | None = None,
+        sign_with: Ed25519PrivateKey | None = None,
+        capabilities: list[str] | None = None,
+    ) -> dict[str, Any]:
+        timestamp = timestamp or now_text()
+        nonce = nonce or secrets.token_urlsafe(24)
+        mode = "registrar_bearer" if registrar_bearer else "self_service"
+        runtime = {"provider": "local", "model": "test"}
+        intent = RegisterIntent(
+            display_name=name,
+            signing_key=raw_public(self.signing),
+            box_key=raw_public(self.box),
+            timestamp=timestamp,
+            registration_nonce=nonce,
+            capabilities=capabilities,
+            runtime=runtime,
+            registrar_kind=mode,
+            parent_identity_id=parent,
+            registrar_bearer=registrar_bearer,
+        )
+        body: dict[str, Any] = {
+            "display_name": name,
+            "agent_public_key": self.public_b64,
+            "box_public_key": b64_encode(raw_public(self.box)),
+            "runtime": runtime,
+            "key_proof": {
+                "timestamp": timestamp,
+                "signature": sign_digest(sign_with or self.signing, register_digest(intent)),
+            },
+            "registration_nonce": nonce,
+        }
+        if capabilities is not None:
+            body["capabilities"] = capabilities
+        if registrar_bearer:
+            body["registrar"] = {"bearer": registrar_bearer}
+            if parent:
+                body["registrar"]["parent_identity_id"] = parent
+        else:
+            body["pow_nonce"] = solve_pow(self.public_b64, name, timestamp, difficulty)
+        return body
+
+    def root_headers(
+        self,
+        did: str,
+        method: str,
+        target: str,
+        body: bytes,
+        sequence: int,
+        *,
+        timestamp: str | None = None,
+    ) -> dict[str, str]:
+        timestamp = timestamp or now_text()
+        digest = authority_digest(did, method, target, body, sequence=sequence, timestamp=timestamp)
+        return {
+            "X-Service-Authority-Sequence": str(sequence),
+            "X-Service-Authority-Timestamp": timestamp,
+            "X-Service-Authority-Signature": sign_digest(self.signing, digest),
+            "Content-Type": "application/json",
+        }
+
+
+def register(live: Live, agent: Agent | None = None, **kwargs: Any) -> tuple[Agent, dict[str, Any]]:
+    agent = agent or Agent.new()
+    with live.client() as client:
+        response = client.post(
+            "/v1/register/agent",
+            json=agent.registration(difficulty=live.settings.pow_difficulty_bits, **kwargs),
+        )
+    assert response.status_code == 201, response.text
+    return agent, response.json()
