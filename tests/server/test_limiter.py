@@ -17,6 +17,7 @@ from typing import NoReturn
 import anyio
 import pytest
 import redis.asyncio as redis_asyncio
+import structlog
 from structlog.testing import capture_logs
 
 from hearth.server.limiter import (
@@ -37,6 +38,13 @@ IP = "203.0.113.7"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def default_logging() -> None:
+    # A service started by another test configures structlog process-wide (its level included);
+    # these tests read the limiter's own log lines, so they start from structlog's defaults.
+    structlog.reset_defaults()
 
 
 class FakeClock:
