@@ -16,10 +16,13 @@ $(STAMP): uv.lock pyproject.toml
 	$(UV) sync --frozen
 	@touch $(STAMP)
 
-# Until the service lands, `make run` shows the CLI and validates the golden vectors with it.
+# Serves on 127.0.0.1:8000 with a SQLite file (var/hearth.sqlite3), created and migrated on first
+# start; the project's own wheel is built into var/dist for package discovery.
+HOST ?= 127.0.0.1
+PORT ?= 8000
 run: $(STAMP)
-	$(VENV)/bin/hearth --help
-	$(VENV)/bin/hearth adds validate tests/vectors/*-*.json
+	$(VENV)/bin/python -m hearth.server.packages build var/dist
+	$(VENV)/bin/hearth serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
@@ -36,6 +39,7 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/adds_verify.py
+	$(VENV)/bin/python bench/arrival.py
 
 vectors: $(STAMP)
 	$(VENV)/bin/python -m tests.vectors.generate

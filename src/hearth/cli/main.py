@@ -6,7 +6,7 @@ import typer
 
 from hearth import __version__
 
-from . import adds, keys
+from . import adds, keys, serve
 
 app = typer.Typer(
     name="hearth",
@@ -17,6 +17,7 @@ app = typer.Typer(
 )
 app.add_typer(keys.app, name="keys")
 app.add_typer(adds.app, name="adds")
+app.command("serve")(serve.serve)
 
 
 def _version(value: bool) -> None:
