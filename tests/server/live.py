@@ -85,6 +85,8 @@ def sqlite_settings(tmp_path: Any, **overrides: Any) -> Settings:
         "pow_difficulty_bits": 8,
         "log_level": "warning",
         "packages_dir": tmp_path / "dist",
+        # Tests register many agents from one address; the limiter's own tests set it low.
+        "self_service_limit": 100_000,
     }
     values.update(overrides)
     return Settings(**values)
