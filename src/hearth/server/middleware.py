@@ -71,12 +71,14 @@ class ServiceMiddleware:
             return
 
         seen = [0]
+        too_large = [False]
 
         async def limited_receive() -> Message:
             message = await receive()
             if message["type"] == "http.request":
                 seen[0] += len(message.get("body", b""))
                 if seen[0] > self.max_body_bytes:
+                    too_large[0] = True
                     raise BodyTooLarge
             return message
 
@@ -85,6 +87,12 @@ class ServiceMiddleware:
         joy = self.joy_index()
 
         async def decorated_send(message: Message) -> None:
+            if too_large[0]:
+                # The framework may turn the aborted read into its own error response; the
+                # client is owed the 413, so that response is replaced and its body dropped.
+                if message["type"] == "http.response.start" and not response_started[0]:
+                    await self._too_large(send, response_started, status_box)
+                return
             if message["type"] == "http.response.start":
                 status = message["status"]
                 status_box[0] = status
