@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 from pydantic import BaseModel
 
 from .context import Hearth
@@ -60,6 +60,18 @@ class Authorized(Generic[Body]):
 Locate = Callable[[Request, Any], str]
 
 
+_PROOF = "Exact-request root proof (identity-authority/v1)."
+SequenceHeader = Annotated[
+    str | None, Header(alias="X-Service-Authority-Sequence", description=_PROOF)
+]
+TimestampHeader = Annotated[
+    str | None, Header(alias="X-Service-Authority-Timestamp", description=_PROOF)
+]
+SignatureHeader = Annotated[
+    str | None, Header(alias="X-Service-Authority-Signature", description=_PROOF)
+]
+
+
 def root_proof(
     model: type[Body], locate: Locate = lambda request, _body: request.path_params["id"]
 ) -> Callable[..., AsyncIterator[Authorized[Body]]]:
@@ -76,6 +88,10 @@ def root_proof(
         hearth: HearthDep,
         caller: CallerDep,
         body: Any,
+        # Declared so that the OpenAPI document names the proof headers; read from the request.
+        _sequence: SequenceHeader = None,
+        _timestamp: TimestampHeader = None,
+        _signature: SignatureHeader = None,
     ) -> AsyncIterator[Authorized[Body]]:
         async with hearth.db.read() as conn:
             identity = await identities.find(conn, caller.project_id, locate(request, body))

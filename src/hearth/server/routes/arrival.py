@@ -7,6 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from hearth.proofs import AUTHORITY_HEADERS
+
 from ..auth import HearthDep
 from ..errors import ApiError
 from ..models import (
@@ -78,6 +80,18 @@ async def by_pubkey(body: DiscoveryRequest, hearth: HearthDep) -> dict[str, Any]
     response_model=RecoverResponse,
     responses=errors(409, 422, 428),
     summary="Recover a rooted identity: 428 first, then repeat with the root proof",
+    openapi_extra={
+        "parameters": [
+            {
+                "name": name,
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string"},
+                "description": "Exact-request root proof (identity-authority/v1), on the retry.",
+            }
+            for name in AUTHORITY_HEADERS
+        ]
+    },
 )
 async def recover(body: RecoverRequest, request: Request, hearth: HearthDep) -> dict[str, Any]:
     return await recovery.recover(hearth, body, request)
