@@ -1,16 +1,35 @@
-"""``hearth keys``: key material on this machine."""
+"""``hearth keys``: key material on this machine, and the project's bearer keys."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
+import httpx2
 import typer
+from rich.markup import escape
+from rich.table import Table
 
 from hearth.adds.keys import generate_key_pair, private_key_pem
+from hearth.client import HearthError
 
+from .client_config import (
+    BASE_URL_OPTION,
+    HOME_OPTION,
+    client_for,
+    errors,
+    home_dir,
+    http_failure,
+    output,
+    print_table,
+    usage_error,
+)
 from .files import write_private
 
-app = typer.Typer(help="Generate and manage keys.", no_args_is_help=True)
+app = typer.Typer(
+    help="Generate local keys; list, create and revoke project keys.", no_args_is_help=True
+)
 
 
 @app.command("generate")
@@ -41,3 +60,72 @@ def generate(
     typer.echo(f"wrote {signing_path} and {box_path} (mode 0600)", err=True)
     for name, value in pair.describe().items():
         typer.echo(f"{name}: {value}")
+
+
+@app.command("list")
+def list_keys(
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="One JSON array instead of a table."),
+) -> None:
+    """List the project's live bearer keys (prefix and metadata; never the secret)."""
+    client, profile = client_for(home_dir(home), base_url)
+    with client:
+        try:
+            keys = client.keys_list()
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    if as_json:
+        typer.echo(json.dumps([asdict(key) for key in keys], indent=2))
+        return
+    table = Table(title=f"Project keys of {profile.project_id}")
+    for column in ("id", "name", "prefix", "created_at"):
+        table.add_column(column, overflow="fold")
+    for key in keys:
+        marker = " (this home)" if key.id == profile.key_id else ""
+        table.add_row(escape(key.id), escape(key.name) + marker, escape(key.prefix), key.created_at)
+    print_table(table)
+
+
+@app.command("create")
+def create_key(
+    name: str = typer.Argument(..., help="A name, to tell keys apart when revoking."),
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+) -> None:
+    """Create a project bearer key and print it once (it has project-wide authority)."""
+    client, _profile = client_for(home_dir(home), base_url)
+    with client:
+        try:
+            created = client.keys_create(name)
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    errors.print(
+        f"Created key {created.id} ({created.name}). The bearer below is shown once and has "
+        "project-wide authority: store it now.",
+        markup=False,
+    )
+    typer.echo(created.api_key)
+
+
+@app.command("revoke")
+def revoke_key(
+    key_id: str = typer.Argument(..., help="The id of the key (see `hearth keys list`)."),
+    force: bool = typer.Option(False, "--force", help="Also revoke the key this home uses."),
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+) -> None:
+    """Revoke a project key, permanently and at once."""
+    client, profile = client_for(home_dir(home), base_url)
+    if key_id == profile.key_id and not force:
+        client.close()
+        usage_error(
+            "that is the key this home uses; revoking it locks this home out "
+            "(pass --force, then `hearth recover`)"
+        )
+    with client:
+        try:
+            client.keys_revoke(key_id)
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    output.print(f"revoked {key_id}", markup=False)

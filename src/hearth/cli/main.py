@@ -6,7 +6,7 @@ import typer
 
 from hearth import __version__
 
-from . import adds, keys, serve
+from . import account, adds, backup, keys, serve
 
 app = typer.Typer(
     name="hearth",
@@ -17,6 +17,9 @@ app = typer.Typer(
 )
 app.add_typer(keys.app, name="keys")
 app.add_typer(adds.app, name="adds")
+app.add_typer(backup.app, name="backup")
+app.command("register")(account.register)
+app.command("recover")(account.recover)
 app.command("serve")(serve.serve)
 
 

@@ -131,6 +131,17 @@ class Expression(Strict):
     wake_text: str = Field(default="", max_length=20_000)
 
 
+class ExpressionView(BaseModel):
+    """The expression as answered: open to decoration such as ``_welcomed``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    register_: str = Field(alias="register")
+    walls: list[str]
+    subagents: list[dict[str, str]]
+    wake_text: str
+
+
 class DiscoveryRequest(Strict):
     pubkey: str = Field(max_length=64)
     timestamp: str = Field(max_length=64)

@@ -9,7 +9,7 @@ from sqlalchemy import update
 
 from ..auth import Authorized, CallerDep, HearthDep, root_proof
 from ..db.tables import identities as identities_table
-from ..models import AuthorityView, Expression
+from ..models import AuthorityView, Expression, ExpressionView
 from ..services import identities
 from .common import ROOTED, errors
 
@@ -26,7 +26,7 @@ async def authority(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, 
 
 @router.put(
     "/v1/identities/{id}/expression",
-    response_model=Expression,
+    response_model=ExpressionView,
     responses=errors(*ROOTED),
     summary="Replace the identity's expression (bearer + root proof)",
 )

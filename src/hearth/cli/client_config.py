@@ -1,0 +1,281 @@
+"""Local client state of the ``hearth`` command: one identity per home directory.
+
+The home is ``--home``, else ``$HEARTH_HOME``, else ``~/.config/hearth`` (created mode 0700).
+It holds three files, each written mode 0600:
+
+- ``profile.json``: base_url, project_id, identity_id, did, name and the id of the bearer in use
+  (key_id). Nothing secret.
+- ``api_key``: the project bearer, alone, so that no other file ever carries it.
+- ``keys.backup.json``: the identity's private keys sealed under a passphrase, in the key
+  backup format of :mod:`hearth.client.backup` (``blob_base64`` and ``key_derivation``, plus
+  the identity they belong to). Never plaintext; the mnemonic is never stored here at all.
+
+The passphrase comes from ``--passphrase-file``, else ``$HEARTH_PASSPHRASE``, else a hidden
+prompt (asked twice when it seals something new).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx2
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from hearth.client import HearthClient, HearthError
+from hearth.client.backup import SealedBackup
+
+from .files import write_private
+
+HOME_ENV = "HEARTH_HOME"
+PASSPHRASE_ENV = "HEARTH_PASSPHRASE"
+PROFILE_FILE = "profile.json"
+API_KEY_FILE = "api_key"
+KEYS_FILE = "keys.backup.json"
+KEYS_FORMAT = "hearth-sealed-keys/v1"
+
+errors = Console(stderr=True, highlight=False, soft_wrap=True)
+output = Console(highlight=False, soft_wrap=True)
+
+
+def print_table(table: Table, *, err: bool = False) -> None:
+    """A table on the terminal, or unfolded when piped: ids must survive whole for copying."""
+    console = errors if err else output
+    if not console.is_terminal:
+        console = Console(stderr=err, highlight=False, width=200)
+    console.print(table)
+
+
+def usage_error(message: str) -> NoReturn:
+    errors.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
+
+
+def failure(message: str) -> NoReturn:
+    errors.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(1)
+
+
+def http_failure(exc: HearthError | httpx2.HTTPError) -> NoReturn:
+    if isinstance(exc, HearthError):
+        message = f"{exc.error} (HTTP {exc.status}): {exc.message}"
+        if exc.hint:
+            message += f"\nhint: {exc.hint}"
+        failure(message)
+    failure(f"cannot reach the service: {type(exc).__name__}: {exc}")
+
+
+# ---- the home --------------------------------------------------------------------------------
+
+
+def home_dir(home: Path | None) -> Path:
+    if home is not None:
+        return home.expanduser()
+    env = os.environ.get(HOME_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".config" / "hearth"
+
+
+def ensure_home(home: Path) -> Path:
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return home
+
+
+@dataclass(frozen=True)
+class Profile:
+    base_url: str
+    project_id: str
+    identity_id: str
+    did: str
+    name: str = ""
+    key_id: str = ""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Profile:
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        fields = {}
+        for name in ("base_url", "project_id", "identity_id", "did", "name", "key_id"):
+            value = data.get(name, "")
+            if not isinstance(value, str):
+                raise ValueError(f"{name} is not a string")
+            fields[name] = value
+        for name in ("base_url", "project_id", "identity_id", "did"):
+            if not fields[name]:
+                raise ValueError(f"{name} is missing")
+        return cls(**fields)
+
+
+def _write_json(path: Path, data: dict[str, Any], *, overwrite: bool) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    write_private(path, text.encode("utf-8"), overwrite=overwrite)
+
+
+def load_profile(home: Path) -> Profile | None:
+    path = home / PROFILE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        usage_error(f"cannot read {path}: {exc}")
+    try:
+        return Profile.from_json(data)
+    except ValueError as exc:
+        usage_error(f"{path} is damaged: {exc}")
+
+
+def require_profile(home: Path) -> Profile:
+    profile = load_profile(home)
+    if profile is None:
+        usage_error(
+            f"no identity in {home}: run `hearth register` or `hearth recover` first "
+            f"(or point --home / ${HOME_ENV} at another home)"
+        )
+    return profile
+
+
+def save_profile(home: Path, profile: Profile) -> None:
+    # Deliberately replaced: callers have checked that the home holds this identity or none.
+    _write_json(ensure_home(home) / PROFILE_FILE, asdict(profile), overwrite=True)
+
+
+def load_api_key(home: Path) -> str | None:
+    try:
+        value = (home / API_KEY_FILE).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        usage_error(f"cannot read the bearer file in {home}: {exc.strerror}")
+    return value or None
+
+
+def require_api_key(home: Path) -> str:
+    key = load_api_key(home)
+    if key is None:
+        usage_error(f"no project bearer in {home}: run `hearth recover` to get a new one")
+    return key
+
+
+def save_api_key(home: Path, api_key: str) -> None:
+    write_private(
+        ensure_home(home) / API_KEY_FILE, (api_key + "\n").encode("ascii"), overwrite=True
+    )
+
+
+# ---- sealed keys -------------------------------------------------------------------------------
+
+
+def sealed_keys_json(sealed: SealedBackup, *, agent_id: str, did: str) -> dict[str, Any]:
+    return {
+        "format": KEYS_FORMAT,
+        "agent_id": agent_id,
+        "did": did,
+        "blob_base64": sealed.blob_base64,
+        "key_derivation": sealed.key_derivation,
+    }
+
+
+def save_sealed_keys(
+    path: Path, sealed: SealedBackup, *, agent_id: str, did: str, overwrite: bool
+) -> None:
+    _write_json(path, sealed_keys_json(sealed, agent_id=agent_id, did=did), overwrite=overwrite)
+
+
+def load_sealed_keys(path: Path) -> tuple[SealedBackup, dict[str, Any]]:
+    """The sealed keys in ``path`` and the whole record; exits 2 when missing or damaged."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        usage_error(f"no sealed keys at {path}")
+    except (OSError, ValueError) as exc:
+        usage_error(f"cannot read {path}: {exc}")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("blob_base64"), str)
+        or not isinstance(data.get("key_derivation"), str)
+    ):
+        usage_error(f"{path} is not a sealed key file")
+    return SealedBackup(data["blob_base64"], data["key_derivation"]), data
+
+
+def keys_path(home: Path) -> Path:
+    return home / KEYS_FILE
+
+
+# ---- secrets from the user -------------------------------------------------------------------
+
+
+def read_passphrase(passphrase_file: Path | None, *, confirm: bool) -> str:
+    """From the file, else ``$HEARTH_PASSPHRASE``, else a hidden prompt."""
+    if passphrase_file is not None:
+        try:
+            text = passphrase_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            usage_error(f"cannot read the passphrase file {passphrase_file}: {exc.strerror}")
+        passphrase = text.rstrip("\r\n")
+    elif os.environ.get(PASSPHRASE_ENV):
+        passphrase = os.environ[PASSPHRASE_ENV]
+    else:
+        passphrase = typer.prompt(
+            "Passphrase for the local key file" + (" (new)" if confirm else ""),
+            hide_input=True,
+            confirmation_prompt=confirm,
+            err=True,
+        )
+    if not passphrase:
+        usage_error("the passphrase must not be empty")
+    return passphrase
+
+
+def read_mnemonic(mnemonic_file: Path | None) -> str:
+    if mnemonic_file is not None:
+        try:
+            return mnemonic_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            usage_error(f"cannot read the mnemonic file {mnemonic_file}: {exc.strerror}")
+    words: str = typer.prompt("Your 24 words", hide_input=True, err=True)
+    return words
+
+
+# ---- clients -------------------------------------------------------------------------------
+
+
+def resolve_base_url(base_url: str | None, profile: Profile | None) -> str:
+    if base_url:
+        return base_url.rstrip("/")
+    if profile is not None:
+        return profile.base_url
+    usage_error("no service address: pass --base-url URL")
+
+
+def client_for(home: Path, base_url: str | None) -> tuple[HearthClient, Profile]:
+    """A client with this home's bearer, for its profile's service (or ``base_url``)."""
+    profile = require_profile(home)
+    return HearthClient(resolve_base_url(base_url, profile), api_key=require_api_key(home)), profile
+
+
+# ---- options every client command shares ---------------------------------------------------
+
+HOME_OPTION = typer.Option(
+    None,
+    "--home",
+    help=f"Local state directory (default: ${HOME_ENV}, else ~/.config/hearth).",
+    show_default=False,
+)
+BASE_URL_OPTION = typer.Option(
+    None, "--base-url", help="Service address (default: the profile's).", show_default=False
+)
+PASSPHRASE_FILE_OPTION = typer.Option(
+    None,
+    "--passphrase-file",
+    help=f"Read the key-file passphrase from this file (else ${PASSPHRASE_ENV}, else a prompt).",
+    show_default=False,
+)
