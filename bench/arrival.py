@@ -456,7 +456,7 @@ class Report:
         for name in ("registrations", "mutations"):
             ratio = self.ratio(name)
             verdict = "goal met" if ratio >= GOAL else "goal missed"
-            lines.append(f"  {name}/reference = {ratio:.2f} (goal {GOAL}): {verdict}")
+            lines.append(f"  {name}/reference = {ratio:.3f} (goal {GOAL}): {verdict}")
         for phase in self.phases.values():
             if phase.first_error:
                 lines.append(f"  first error in {phase.name}: {phase.first_error[:300]}")

@@ -34,8 +34,6 @@ def test_a_short_run_reports_three_error_free_figures() -> None:
         assert int(row["errors"]) == 0, (name, run.stdout)
     assert "proof-of-work difficulty 8 bits, limiter off" in run.stdout
     assert re.search(
-        r"registrations/reference = \d+\.\d\d \(goal 0\.5\): goal (met|missed)", run.stdout
+        r"registrations/reference = \d+\.\d+ \(goal 0\.5\): goal (met|missed)", run.stdout
     )
-    assert re.search(
-        r"mutations/reference = \d+\.\d\d \(goal 0\.5\): goal (met|missed)", run.stdout
-    )
+    assert re.search(r"mutations/reference = \d+\.\d+ \(goal 0\.5\): goal (met|missed)", run.stdout)
