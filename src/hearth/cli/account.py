@@ -18,7 +18,7 @@ from rich.panel import Panel
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from hearth.client import HearthClient, HearthError, Registration
+from hearth.client import HearthClient, HearthError
 from hearth.client.backup import BackupError, SealedBackup, seal_backup
 from hearth.client.mnemonic_keys import IdentityKeys, MnemonicError, derive_keys, new_mnemonic
 
@@ -181,38 +181,50 @@ def register(
             )
 
     _deliver_mnemonic(words, mnemonic_file, show)
-    _store(home_path, url, registration, sealed)
+    _keep(
+        home_path,
+        Profile(
+            base_url=url,
+            project_id=registration.project_id,
+            identity_id=registration.agent_id,
+            did=registration.did,
+            name=registration.display_name,
+            key_id=registration.key_id,
+        ),
+        registration.api_key,
+        sealed,
+        overwrite=False,
+        done=f"registered {registration.did}",
+        advice=". Recover it with `hearth recover` and your recovery words.",
+    )
     output.print(f"agent id: {registration.agent_id}", markup=False)
     output.print(f"did: {registration.did}", markup=False)
     errors.print(f"Profile, bearer and sealed keys stored in {home_path}.", markup=False)
 
 
-def _store(home: Path, url: str, registration: Registration, sealed: SealedBackup) -> None:
+def _keep(
+    home: Path,
+    profile: Profile,
+    api_key: str,
+    sealed: SealedBackup,
+    *,
+    overwrite: bool,
+    done: str,
+    advice: str = "",
+) -> None:
+    """Write the sealed keys, the bearer and the profile; a failure says what was ``done``."""
     try:
         save_sealed_keys(
             keys_path(ensure_home(home)),
             sealed,
-            agent_id=registration.agent_id,
-            did=registration.did,
-            overwrite=False,
+            agent_id=profile.identity_id,
+            did=profile.did,
+            overwrite=overwrite,
         )
-        save_api_key(home, registration.api_key)
-        save_profile(
-            home,
-            Profile(
-                base_url=url,
-                project_id=registration.project_id,
-                identity_id=registration.agent_id,
-                did=registration.did,
-                name=registration.display_name,
-                key_id=registration.key_id,
-            ),
-        )
+        save_api_key(home, api_key)
+        save_profile(home, profile)
     except OSError as exc:
-        failure(
-            f"registered {registration.did}, but cannot write to {home}: {exc}. "
-            "Recover it with `hearth recover` and your recovery words."
-        )
+        failure(f"{done}, but cannot write to {home}: {exc}{advice}")
 
 
 def recover(
@@ -260,29 +272,22 @@ def recover(
         except (HearthError, httpx2.HTTPError) as exc:
             http_failure(exc)
 
-    try:
-        # Deliberate replacement: the home held this identity, none, or --force was given.
-        save_sealed_keys(
-            keys_path(ensure_home(home_path)),
-            sealed,
-            agent_id=recovered.agent_id,
+    # Deliberate replacement: the home held this identity, none, or --force was given.
+    _keep(
+        home_path,
+        Profile(
+            base_url=url,
+            project_id=recovered.project_id,
+            identity_id=recovered.agent_id,
             did=recovered.did,
-            overwrite=True,
-        )
-        save_api_key(home_path, recovered.api_key)
-        save_profile(
-            home_path,
-            Profile(
-                base_url=url,
-                project_id=recovered.project_id,
-                identity_id=recovered.agent_id,
-                did=recovered.did,
-                name=recovered.name,
-                key_id=recovered.key_id,
-            ),
-        )
-    except OSError as exc:
-        failure(f"recovered {recovered.did}, but cannot write to {home_path}: {exc}")
+            name=recovered.name,
+            key_id=recovered.key_id,
+        ),
+        recovered.api_key,
+        sealed,
+        overwrite=True,
+        done=f"recovered {recovered.did}",
+    )
     output.print(f"agent id: {recovered.agent_id}", markup=False)
     output.print(f"did: {recovered.did}", markup=False)
     errors.print(
