@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import structlog
 from fastapi import FastAPI
@@ -94,4 +93,4 @@ def _ensure_sqlite_dir(url: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
-__all__: list[Any] = ["app_from_env", "create_app"]
+__all__ = ["app_from_env", "create_app"]

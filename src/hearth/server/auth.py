@@ -95,16 +95,7 @@ def root_proof(
     ) -> AsyncIterator[Authorized[Body]]:
         async with hearth.db.read() as conn:
             identity = await identities.find(conn, caller.project_id, locate(request, body))
-        grant = await authority.authorize(
-            hearth.db,
-            identity,
-            method=request.method,
-            target=authority.request_target(request.scope),
-            body=await request.body(),
-            headers={k.lower(): v for k, v in request.headers.items()},
-            freshness_ms=hearth.settings.freshness_ms,
-            lease_ms=hearth.settings.authority_lease_ms,
-        )
+        grant = await authority.authorize_request(hearth, identity, request)
         try:
             yield Authorized(caller, body, grant)
         finally:

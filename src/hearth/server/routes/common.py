@@ -30,5 +30,4 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": ErrorBody, "description": _DESCRIPTIONS[s]} for s in every}
 
 
-AUTHED = (401,)
 ROOTED = (401, 404, 409, 422, 428)

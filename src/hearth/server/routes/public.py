@@ -16,7 +16,6 @@ from hearth import __version__
 from ..auth import HearthDep
 from ..context import Hearth
 from ..errors import not_found
-from ..packages import PROTOCOL
 from .common import errors
 
 router = APIRouter(tags=["public"])
@@ -252,6 +251,3 @@ async def package_file(filename: str, hearth: HearthDep) -> FileResponse:
 )
 async def metrics(hearth: HearthDep) -> Response:
     return Response(generate_latest(hearth.metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-
-__all__ = ["PROTOCOL", "router"]

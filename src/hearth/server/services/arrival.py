@@ -8,7 +8,6 @@ that can refuse runs before anything is written, and the writes are one transact
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
 from typing import Any
 
 from hearth.adds.ed25519 import encoding_problem
@@ -16,8 +15,6 @@ from hearth.proofs import (
     EncodingError,
     RegisterIntent,
     b64_decode,
-    is_fresh,
-    parse_timestamp,
     pow_digest,
     pow_holds,
     register_digest,
@@ -30,6 +27,8 @@ from ..errors import ApiError, unauthorized
 from ..models import RegisterAgentRequest
 from . import identities, keys, single_use
 from .birth import birth_memory, birth_text, new_project, wallet_with_grant, welcome_letter
+from .freshness import require_fresh
+from .wallets import wallet_view
 
 SELF_SERVICE = "self_service"
 REGISTRAR = "registrar_bearer"
@@ -56,21 +55,6 @@ def _keys(body: RegisterAgentRequest) -> tuple[bytes, bytes]:
             f"box_public_key is not a canonical X25519 public key ({problem}).",
         )
     return signing, box
-
-
-def _check_fresh(timestamp: str, freshness_ms: int) -> None:
-    try:
-        moment = parse_timestamp(timestamp)
-    except EncodingError as exc:
-        raise ApiError(422, "invalid_timestamp", f"key_proof.timestamp: {exc}") from None
-    if not is_fresh(moment, datetime.now(UTC), freshness_ms):
-        raise ApiError(
-            422,
-            "key_proof_stale",
-            f"key_proof.timestamp is outside the {freshness_ms} ms freshness window.",
-            details={"server_time": datetime.now(UTC).isoformat()},
-            hint="Sign a new proof with the current time; check this machine's clock.",
-        )
 
 
 def intent_of(body: RegisterAgentRequest, signing: bytes, box: bytes, mode: str) -> RegisterIntent:
@@ -112,7 +96,14 @@ async def register(hearth: Hearth, body: RegisterAgentRequest, ip: str) -> dict[
     settings = hearth.settings
     mode = REGISTRAR if body.registrar and body.registrar.bearer else SELF_SERVICE
     signing, box = _keys(body)
-    _check_fresh(body.key_proof.timestamp, settings.freshness_ms)
+    require_fresh(
+        body.key_proof.timestamp,
+        settings.freshness_ms,
+        field="key_proof.timestamp",
+        invalid="invalid_timestamp",
+        stale="key_proof_stale",
+        hint="Sign a new proof with the current time; check this machine's clock.",
+    )
     digest = register_digest(intent_of(body, signing, box, mode))
 
     def check_key_proof() -> None:
@@ -214,10 +205,5 @@ async def register(hearth: Hearth, body: RegisterAgentRequest, ip: str) -> dict[
         "welcome": welcome_letter(identity["name"], identity["did"]),
     }
     if wallet is not None:
-        response["wallet"] = {
-            "id": wallet["id"],
-            "name": wallet["name"],
-            "balance": wallet["balance"],
-            "currency": wallet["currency"],
-        }
+        response["wallet"] = wallet_view(wallet)
     return response

@@ -11,25 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from fastapi import Request
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hearth.proofs import (
     AUTHORITY_HEADERS,
-    EncodingError,
     authority_digest,
     b64_decode,
-    is_fresh,
-    parse_timestamp,
     verify_digest,
 )
 
+from ..context import Hearth
 from ..db.engine import Database, epoch_ms
 from ..db.tables import identities
 from ..errors import ApiError, authority_required
+from .freshness import require_fresh
 
 SEQUENCE, TIMESTAMP, SIGNATURE = AUTHORITY_HEADERS
 
@@ -65,6 +64,22 @@ def request_target(scope: Mapping[str, Any]) -> str:
     return f"{target}?{query.decode('latin-1')}" if query else target
 
 
+async def authorize_request(
+    hearth: Hearth, identity: dict[str, Any], request: Request
+) -> RootGrant:
+    """``authorize`` for the request being served: its method, raw target, body and headers."""
+    return await authorize(
+        hearth.db,
+        identity,
+        method=request.method,
+        target=request_target(request.scope),
+        body=await request.body(),
+        headers={k.lower(): v for k, v in request.headers.items()},
+        freshness_ms=hearth.settings.freshness_ms,
+        lease_ms=hearth.settings.authority_lease_ms,
+    )
+
+
 async def authorize(
     db: Database,
     identity: dict[str, Any],
@@ -94,17 +109,13 @@ async def authorize(
         raise _sequence_mismatch(identity["next_sequence"])
 
     timestamp = headers[TIMESTAMP.lower()]
-    try:
-        moment = parse_timestamp(timestamp)
-    except EncodingError as exc:
-        raise ApiError(422, "authority_proof_invalid", f"{TIMESTAMP}: {exc}") from None
-    if not is_fresh(moment, datetime.now(UTC), freshness_ms):
-        raise ApiError(
-            422,
-            "authority_proof_stale",
-            f"{TIMESTAMP} is outside the {freshness_ms} ms freshness window of the server clock.",
-            details={"server_time": datetime.now(UTC).isoformat()},
-        )
+    require_fresh(
+        timestamp,
+        freshness_ms,
+        field=TIMESTAMP,
+        invalid="authority_proof_invalid",
+        stale="authority_proof_stale",
+    )
     signature = headers[SIGNATURE.lower()]
     root = b64_decode(identity["root_public_key"], length=32, what="root key")
     digest = authority_digest(
@@ -157,7 +168,3 @@ def _sequence_mismatch(next_sequence: int) -> ApiError:
         details={"next_sequence": next_sequence},
         hint="Read next_sequence from GET /v1/identities/{id}/authority and sign again.",
     )
-
-
-def public_key_bytes(text: str) -> bytes:
-    return b64_decode(text, length=32, what="public key")

@@ -24,6 +24,7 @@ from ..models import BootstrapRequest
 from . import identities, keys
 from .birth import birth_memory, birth_text, wallet_with_grant, welcome_letter
 from .times import iso
+from .wallets import wallet_view
 
 
 async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> dict[str, Any]:
@@ -60,9 +61,7 @@ async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> 
             "level": identity["level"],
         },
         "keypair": {"public_key": public_b64, "private_key": private_b64, "kid": identity["kid"]},
-        "wallet": (
-            {k: wallet[k] for k in ("id", "name", "balance", "currency")} if wallet else None
-        ),
+        "wallet": wallet_view(wallet) if wallet else None,
         "bearer": issued.secret,
         "welcome": welcome_letter(identity["name"], identity["did"]),
         "authority": identities.authority_view(identity),

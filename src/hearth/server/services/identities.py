@@ -24,8 +24,6 @@ FORMS = (
     "future",
     "unknown",
 )
-# The wall `private_default`: an identity is private unless it says otherwise.
-VISIBILITIES = ("private", "project", "public")
 
 
 def did_for(identity_id: str) -> str:
@@ -44,7 +42,7 @@ class NewIdentity:
     capabilities: list[str] = field(default_factory=list)
     form: str = "unknown"
     language: str | None = None
-    expression_visibility: str = "private"
+    expression_visibility: str = "private"  # the wall `private_default`
     runtime: dict[str, Any] | None = None
     expression: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request
@@ -12,8 +11,6 @@ from hearth.proofs import (
     EncodingError,
     b64_decode,
     discovery_digest,
-    is_fresh,
-    parse_timestamp,
     recover_digest,
     verify_digest,
 )
@@ -23,16 +20,8 @@ from ..db.tables import identities
 from ..errors import ApiError
 from ..models import DiscoveryRequest, RecoverRequest
 from . import authority, keys
+from .freshness import require_fresh
 from .identities import candidate_view, find_by_did
-
-
-def _fresh(timestamp: str, freshness_ms: int, code: str) -> None:
-    try:
-        moment = parse_timestamp(timestamp)
-    except EncodingError as exc:
-        raise ApiError(422, "invalid_timestamp", f"timestamp: {exc}") from None
-    if not is_fresh(moment, datetime.now(UTC), freshness_ms):
-        raise ApiError(422, code, f"timestamp is outside the {freshness_ms} ms freshness window.")
 
 
 def _key(text: str, what: str) -> bytes:
@@ -44,7 +33,13 @@ def _key(text: str, what: str) -> bytes:
 
 async def discover(hearth: Hearth, body: DiscoveryRequest) -> dict[str, Any]:
     key = _key(body.pubkey, "pubkey")
-    _fresh(body.timestamp, hearth.settings.freshness_ms, "discovery_stale")
+    require_fresh(
+        body.timestamp,
+        hearth.settings.freshness_ms,
+        field="timestamp",
+        invalid="invalid_timestamp",
+        stale="discovery_stale",
+    )
     if not verify_digest(key, body.signature, discovery_digest(body.pubkey, body.timestamp)):
         raise ApiError(
             422,
@@ -66,7 +61,13 @@ _REFUSED = "Recovery refused: the DID, derived_pubkey and signature do not prove
 
 async def recover(hearth: Hearth, body: RecoverRequest, request: Request) -> dict[str, Any]:
     key = _key(body.derived_pubkey, "derived_pubkey")
-    _fresh(body.timestamp, hearth.settings.freshness_ms, "recovery_stale")
+    require_fresh(
+        body.timestamp,
+        hearth.settings.freshness_ms,
+        field="timestamp",
+        invalid="invalid_timestamp",
+        stale="recovery_stale",
+    )
     async with hearth.db.read() as conn:
         identity = await find_by_did(conn, body.did)
     # One answer for an unknown DID, a legacy identity and a wrong key: nothing to probe.
@@ -82,16 +83,7 @@ async def recover(hearth: Hearth, body: RecoverRequest, request: Request) -> dic
         )
     ):
         raise ApiError(422, "recovery_refused", _REFUSED)
-    grant = await authority.authorize(
-        hearth.db,
-        identity,
-        method=request.method,
-        target=authority.request_target(request.scope),
-        body=await request.body(),
-        headers={k.lower(): v for k, v in request.headers.items()},
-        freshness_ms=hearth.settings.freshness_ms,
-        lease_ms=hearth.settings.authority_lease_ms,
-    )
+    grant = await authority.authorize_request(hearth, identity, request)
     label = body.device_label or "device"
     async with hearth.db.write() as conn:
         issued = await keys.issue(conn, identity["project_id"], f"recovered:{label}"[:200])
