@@ -186,7 +186,7 @@ def test_exactly_one_wins_on_postgresql(tmp_path: Any) -> None:
 def test_one_mutation_in_flight_per_identity(tmp_path: Any) -> None:
     # A lease that outlives the request shows the rule: while one root-authorised mutation of
     # an identity holds it, the next valid sequence is refused as busy.
-    settings = sqlite_settings(tmp_path, authority_lease_ms=60_000)
+    settings = sqlite_settings(tmp_path)
     with live_service(settings) as service:
         agent, reg = register(service)
         # The route clears its lease; hold one by hand, as a mutation still in flight would.

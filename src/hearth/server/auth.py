@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Depends, Header, Request
 from pydantic import BaseModel
+from sqlalchemy import Connection
 
 from .context import Hearth
 from .errors import unauthorized
@@ -29,16 +30,23 @@ class Caller:
     key_id: str
 
 
-async def require_bearer(request: Request, hearth: HearthDep) -> Caller:
+def bearer_of(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, bearer = header.partition(" ")
     if scheme.lower() != "bearer" or not bearer.strip():
         raise unauthorized()
-    async with hearth.db.read() as conn:
-        resolved = await keys.resolve(conn, bearer.strip())
+    return bearer.strip()
+
+
+def caller_of(conn: Connection, bearer: str) -> Caller:
+    resolved = keys.resolve(conn, bearer)
     if resolved is None:
         raise unauthorized("The bearer is not a live project key (unknown or revoked).")
     return Caller(*resolved)
+
+
+async def require_bearer(request: Request, hearth: HearthDep) -> Caller:
+    return await hearth.db.snapshot(caller_of, bearer_of(request))
 
 
 CallerDep = Annotated[Caller, Depends(require_bearer)]
@@ -72,36 +80,37 @@ SignatureHeader = Annotated[
 ]
 
 
+def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> tuple[Caller, dict[str, Any]]:
+    """Both lookups of a root-proof route on one connection: one round trip, not two."""
+    caller = caller_of(conn, bearer)
+    return caller, identities.find(conn, caller.project_id, ref)
+
+
 def root_proof(
     model: type[Body], locate: Locate = lambda request, _body: request.path_params["id"]
-) -> Callable[..., AsyncIterator[Authorized[Body]]]:
-    """A dependency for `bearer+root` routes: bearer, body, identity, proof, claim.
+) -> Callable[..., Awaitable[Authorized[Body]]]:
+    """A dependency for `bearer+root` routes: bearer, body, identity, then the proof.
 
     The body is a parameter of this dependency, so FastAPI validates it before the dependency
-    runs: a malformed body is refused with 422 before any sequence could be claimed. The lease
-    taken by the claim is cleared by the route's own transaction (``grant.release``); this
-    dependency clears it again afterwards in case the route failed before that.
+    runs: a malformed body is refused with 422 before the proof is even read. Nothing is
+    claimed here: the route calls ``auth.grant.claim(conn)`` inside its own transaction, so the
+    sequence is consumed exactly when the mutation commits.
     """
 
     async def dependency(
         request: Request,
         hearth: HearthDep,
-        caller: CallerDep,
         body: Any,
         # Declared so that the OpenAPI document names the proof headers; read from the request.
         _sequence: SequenceHeader = None,
         _timestamp: TimestampHeader = None,
         _signature: SignatureHeader = None,
-    ) -> AsyncIterator[Authorized[Body]]:
-        async with hearth.db.read() as conn:
-            identity = await identities.find(conn, caller.project_id, locate(request, body))
-        grant = await authority.authorize_request(hearth, identity, request)
-        try:
-            yield Authorized(caller, body, grant)
-        finally:
-            if grant.lease and not grant.released:
-                async with hearth.db.write() as conn:
-                    await grant.release(conn)
+    ) -> Authorized[Body]:
+        caller, identity = await hearth.db.snapshot(
+            _caller_and_identity, bearer_of(request), locate(request, body)
+        )
+        grant = authority.authorize_request(hearth, identity, request, await request.body())
+        return Authorized(caller, body, grant)
 
     # FastAPI reads the body model from the annotation; set it on the class, not a string.
     dependency.__annotations__["body"] = model

@@ -42,7 +42,6 @@ class Settings(BaseSettings):
     registrar_limit: int = Field(default=60, ge=1)
     registrar_window_s: int = Field(default=60, ge=1)
     creation_grant_minor: int = Field(default=500, ge=0)
-    authority_lease_ms: int = Field(default=30_000, ge=100)
 
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     trust_proxy: bool = False  # read the client address from X-Forwarded-For

@@ -59,7 +59,7 @@ async def scaffold(  # noqa: PLR0917 - FastAPI reads query parameters from the s
     async with hearth.db.read() as conn:
         ref = identity_id or did
         if ref is not None:
-            identity = await identities.find(conn, caller.project_id, ref)
+            identity = await conn.run_sync(identities.find, caller.project_id, ref)
         else:
             active = await identities.active_in_project(conn, caller.project_id)
             if not active:

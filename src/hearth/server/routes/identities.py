@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
-from sqlalchemy import update
 
 from ..auth import Authorized, CallerDep, HearthDep, root_proof
-from ..db.tables import identities as identities_table
 from ..models import AuthorityView, Expression, ExpressionView
 from ..services import identities
 from .common import ROOTED, errors
@@ -20,8 +18,8 @@ router = APIRouter(tags=["identities"])
     "/v1/identities/{id}/authority", response_model=AuthorityView, responses=errors(401, 404)
 )
 async def authority(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    async with hearth.db.read() as conn:
-        return identities.authority_view(await identities.find(conn, caller.project_id, id))
+    identity = await hearth.db.snapshot(identities.find, caller.project_id, id)
+    return identities.authority_view(identity)
 
 
 @router.put(
@@ -36,11 +34,5 @@ async def put_expression(
     hearth: HearthDep,
 ) -> dict[str, Any]:
     expression = auth.body.model_dump(by_alias=True)
-    async with hearth.db.write() as conn:
-        await conn.execute(
-            update(identities_table)
-            .where(identities_table.c.id == auth.identity["id"])
-            .values(expression=expression)
-        )
-        await auth.grant.release(conn)
+    await hearth.db.transaction(identities.set_expression, auth.grant, expression)
     return identities.expression_view({"expression": expression})

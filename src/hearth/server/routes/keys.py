@@ -23,8 +23,7 @@ async def list_keys(caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
 
 @router.post("/v1/keys", status_code=201, response_model=KeyCreated, responses=errors(401, 422))
 async def create_key(body: KeyCreate, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    async with hearth.db.write() as conn:
-        issued = await keys.issue(conn, caller.project_id, body.name)
+    issued = await hearth.db.transaction(keys.issue, caller.project_id, body.name)
     return {**issued.record(), "api_key": issued.secret}
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from sqlalchemy import Connection
+
 from hearth.adds.ed25519 import encoding_problem
 from hearth.proofs import (
     EncodingError,
@@ -24,7 +26,7 @@ from hearth.proofs.keys import x25519_problem
 
 from ..context import Hearth
 from ..errors import ApiError, unauthorized
-from ..models import RegisterAgentRequest
+from ..models import RegisterAgentRequest, Registrar
 from . import identities, keys, single_use
 from .birth import birth_memory, birth_text, new_project, wallet_with_grant, welcome_letter
 from .freshness import require_fresh
@@ -55,6 +57,63 @@ def _keys(body: RegisterAgentRequest) -> tuple[bytes, bytes]:
             f"box_public_key is not a canonical X25519 public key ({problem}).",
         )
     return signing, box
+
+
+def _registrar_project(conn: Connection, registrar: Registrar) -> str:
+    """The registrar bearer's project (401 when it is not live), and its parent identity."""
+    assert registrar.bearer is not None
+    resolved = keys.resolve(conn, registrar.bearer)
+    if resolved is None:
+        raise unauthorized("registrar.bearer is not a live project key.")
+    if registrar.parent_identity_id is not None:
+        identities.find(conn, resolved[0], registrar.parent_identity_id)
+    return resolved[0]
+
+
+def _birth(
+    conn: Connection,
+    body: RegisterAgentRequest,
+    mode: str,
+    registrar_project: str | None,
+    grant_minor: int,
+) -> tuple[dict[str, Any], keys.IssuedKey, dict[str, Any] | None]:
+    """Every write of an arrival, in one transaction: the single-use claims first, so a replay
+    is refused before anything else is written."""
+    if not single_use.claim(conn, "registration_nonce", body.registration_nonce):
+        raise ApiError(
+            409,
+            "registration_nonce_used",
+            "This registration_nonce was already used; every attempt needs a fresh one.",
+            hint="If the earlier attempt may have succeeded, use identity discovery and "
+            "recovery instead of registering again.",
+        )
+    signature_hash = hashlib.sha256(body.key_proof.signature.encode("ascii")).digest()
+    if not single_use.claim(conn, "key_proof", signature_hash):
+        raise ApiError(409, "key_proof_used", "This key proof was already used.")
+    if registrar_project is None:
+        project_id = new_project(conn, body.display_name, SELF_SERVICE)
+    else:
+        project_id = registrar_project
+    identity = identities.create(
+        conn,
+        identities.NewIdentity(
+            project_id=project_id,
+            name=body.display_name,
+            origin=mode,
+            root_public_key=body.agent_public_key,
+            box_public_key=body.box_public_key,
+            capabilities=list(body.capabilities or []),
+            form=body.form or "unknown",
+            language=body.language,
+            expression_visibility=body.expression_visibility or "private",
+            runtime=body.runtime.model_dump(),
+            parent_identity_id=body.registrar.parent_identity_id if body.registrar else None,
+        ),
+    )
+    issued = keys.issue(conn, project_id, f"agent:{body.display_name}"[:200])
+    wallet = wallet_with_grant(conn, project_id, identity, grant_minor)
+    birth_memory(conn, identity, birth_text(identity, f"registering by {mode}"))
+    return identity, issued, wallet
 
 
 def intent_of(body: RegisterAgentRequest, signing: bytes, box: bytes, mode: str) -> RegisterIntent:
@@ -151,53 +210,14 @@ async def register(hearth: Hearth, body: RegisterAgentRequest, ip: str) -> dict[
             hearth, "register_registrar", ip, settings.registrar_limit, settings.registrar_window_s
         )
         assert body.registrar is not None
-        assert body.registrar.bearer is not None
-        async with hearth.db.read() as conn:
-            resolved = await keys.resolve(conn, body.registrar.bearer)
-            if resolved is None:
-                raise unauthorized("registrar.bearer is not a live project key.")
-            registrar_project = resolved[0]
-            parent = body.registrar.parent_identity_id
-            if parent is not None:
-                await identities.find(conn, registrar_project, parent)
+        registrar_project = await hearth.db.snapshot(_registrar_project, body.registrar)
 
-    async with hearth.db.write() as conn:
-        if not await single_use.claim(conn, "registration_nonce", body.registration_nonce):
-            raise ApiError(
-                409,
-                "registration_nonce_used",
-                "This registration_nonce was already used; every attempt needs a fresh one.",
-                hint="If the earlier attempt may have succeeded, use identity discovery and "
-                "recovery instead of registering again.",
-            )
-        signature_hash = hashlib.sha256(body.key_proof.signature.encode("ascii")).digest()
-        if not await single_use.claim(conn, "key_proof", signature_hash):
-            raise ApiError(409, "key_proof_used", "This key proof was already used.")
-        if registrar_project is None:
-            project_id = await new_project(conn, body.display_name, SELF_SERVICE)
-        else:
-            project_id = registrar_project
-        identity = await identities.create(
-            conn,
-            identities.NewIdentity(
-                project_id=project_id,
-                name=body.display_name,
-                origin=mode,
-                root_public_key=body.agent_public_key,
-                box_public_key=body.box_public_key,
-                capabilities=list(body.capabilities or []),
-                form=body.form or "unknown",
-                language=body.language,
-                expression_visibility=body.expression_visibility or "private",
-                runtime=body.runtime.model_dump(),
-                parent_identity_id=body.registrar.parent_identity_id if body.registrar else None,
-            ),
-        )
-        issued = await keys.issue(conn, project_id, f"agent:{body.display_name}"[:200])
-        wallet = await wallet_with_grant(conn, project_id, identity, settings.creation_grant_minor)
-        await birth_memory(conn, identity, birth_text(identity, f"registering by {mode}"))
-
+    identity, issued, wallet = await hearth.db.transaction(
+        _birth, body, mode, registrar_project, settings.creation_grant_minor
+    )
     hearth.metrics.registrations.labels(mode).inc()
+    hearth.metrics.registrations.labels(mode).inc()
+    project_id = identity["project_id"]
     response: dict[str, Any] = {
         "project": {"id": project_id, "api_key": issued.secret, "key_id": issued.id},
         "agent": {"id": identity["id"], "did": identity["did"], "display_name": identity["name"]},

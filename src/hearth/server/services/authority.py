@@ -1,10 +1,13 @@
 """Exact-request root proofs (identity-authority/v1) and their single-use sequences.
 
-Order of checks: everything that can refuse a proof runs before the claim, and the claim is one
-conditional UPDATE, so a refused proof consumes nothing and of many concurrent requests carrying
-one sequence exactly one wins. The claim also takes a short lease: while it is held no other
-root-authorised mutation of that identity may start (one in flight at a time); the mutation
-clears it in its own transaction, and a crashed one lets it expire.
+Order of checks: everything that can refuse a proof runs before anything is written, and the
+claim is one conditional UPDATE made inside the mutation's own transaction. So a refused proof
+consumes nothing; of many concurrent requests carrying one sequence exactly one wins; and the
+sequence is consumed if and only if the mutation commits. Because claim and mutation are one
+transaction (serialised on the identity's row, and by the single writer on SQLite), at most one
+root-authorised mutation of an identity is ever in flight. The identity's
+``authority_lease_until`` is honoured too: a mutation that must commit its claim before its own
+work (the specification's bootstrap elevation) holds that lease while it runs.
 """
 
 from __future__ import annotations
@@ -14,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, bindparam, select, update
 
 from hearth.proofs import (
     AUTHORITY_HEADERS,
@@ -25,35 +27,56 @@ from hearth.proofs import (
 )
 
 from ..context import Hearth
-from ..db.engine import Database, epoch_ms
+from ..db.engine import epoch_ms
 from ..db.tables import identities
 from ..errors import ApiError, authority_required
 from .freshness import require_fresh
 
 SEQUENCE, TIMESTAMP, SIGNATURE = AUTHORITY_HEADERS
 
+_CLAIM = (
+    update(identities)
+    .where(
+        identities.c.id == bindparam("identity"),
+        identities.c.next_sequence == bindparam("sequence"),
+        identities.c.authority_lease_until < bindparam("now"),
+    )
+    .values(next_sequence=bindparam("sequence") + 1)
+)
+_CURRENT = select(identities.c.next_sequence).where(identities.c.id == bindparam("identity"))
+
 
 @dataclass
 class RootGrant:
-    """What a route holds after the proof: the identity, and the lease to clear (0: none)."""
+    """A verified proof for one identity; ``claim`` consumes its sequence (None: the identity
+    is not agent_root, and needs no proof)."""
 
     identity: dict[str, Any]
     sequence: int | None
-    lease: int
-    released: bool = False
+    claimed: bool = False
 
-    async def release(self, conn: AsyncConnection) -> None:
-        """Clear the lease inside the mutation's own transaction (no extra round trip)."""
-        if self.lease and not self.released:
-            self.released = True
-            await conn.execute(
-                update(identities)
-                .where(
-                    identities.c.id == self.identity["id"],
-                    identities.c.authority_lease_until == self.lease,
-                )
-                .values(authority_lease_until=0)
+    def claim(self, conn: Connection) -> None:
+        """Consume the sequence in the mutation's own transaction, or raise (and the caller's
+        transaction rolls back, so nothing of the mutation is written either)."""
+        if self.sequence is None or self.claimed:
+            return
+        won = conn.execute(
+            _CLAIM, {"identity": self.identity["id"], "sequence": self.sequence, "now": epoch_ms()}
+        )
+        if won.rowcount != 1:
+            current = conn.execute(_CURRENT, {"identity": self.identity["id"]}).scalar_one()
+            if current != self.sequence:
+                raise _sequence_mismatch(current)
+            raise ApiError(
+                409,
+                "authority_busy",
+                "Another root-authorised mutation of this identity is in flight; retry when it "
+                "ends.",
+                details={"next_sequence": current},
+                headers={"Retry-After": "1"},
             )
+        self.claimed = True
+        self.identity = {**self.identity, "next_sequence": self.sequence + 1}
 
 
 def request_target(scope: Mapping[str, Any]) -> str:
@@ -64,24 +87,21 @@ def request_target(scope: Mapping[str, Any]) -> str:
     return f"{target}?{query.decode('latin-1')}" if query else target
 
 
-async def authorize_request(
-    hearth: Hearth, identity: dict[str, Any], request: Request
+def authorize_request(
+    hearth: Hearth, identity: dict[str, Any], request: Request, body: bytes
 ) -> RootGrant:
     """``authorize`` for the request being served: its method, raw target, body and headers."""
-    return await authorize(
-        hearth.db,
+    return authorize(
         identity,
         method=request.method,
         target=request_target(request.scope),
-        body=await request.body(),
+        body=body,
         headers={k.lower(): v for k, v in request.headers.items()},
         freshness_ms=hearth.settings.freshness_ms,
-        lease_ms=hearth.settings.authority_lease_ms,
     )
 
 
-async def authorize(
-    db: Database,
+def authorize(
     identity: dict[str, Any],
     *,
     method: str,
@@ -89,10 +109,10 @@ async def authorize(
     body: bytes,
     headers: dict[str, str],
     freshness_ms: int,
-    lease_ms: int,
 ) -> RootGrant:
+    """Every check of the proof that needs no write; the claim is ``RootGrant.claim``."""
     if identity["mode"] != "agent_root":
-        return RootGrant(identity, None, 0)
+        return RootGrant(identity, None)
     missing = [name for name in AUTHORITY_HEADERS if not headers.get(name.lower())]
     if missing:
         raise authority_required(identity["next_sequence"], missing, identity["did"])
@@ -129,35 +149,7 @@ async def authorize(
             hint="Sign the exact method, target, body bytes, sequence and timestamp you send.",
             docs="/v1/identities/{id}/authority",
         )
-
-    now = epoch_ms()
-    lease = now + lease_ms
-    async with db.write() as conn:
-        won = await conn.execute(
-            update(identities)
-            .where(
-                identities.c.id == identity["id"],
-                identities.c.next_sequence == sequence,
-                identities.c.authority_lease_until < now,
-            )
-            .values(next_sequence=sequence + 1, authority_lease_until=lease)
-        )
-        if won.rowcount == 1:
-            return RootGrant({**identity, "next_sequence": sequence + 1}, sequence, lease)
-        current = (
-            await conn.execute(
-                select(identities.c.next_sequence).where(identities.c.id == identity["id"])
-            )
-        ).scalar_one()
-    if current != sequence:
-        raise _sequence_mismatch(current)
-    raise ApiError(
-        409,
-        "authority_busy",
-        "Another root-authorised mutation of this identity is in flight; retry when it ends.",
-        details={"next_sequence": current},
-        headers={"Retry-After": "1"},
-    )
+    return RootGrant(identity, sequence)
 
 
 def _sequence_mismatch(next_sequence: int) -> ApiError:

@@ -37,7 +37,7 @@ async def store(hearth: Hearth, project_id: str, body: BackupCreate) -> dict[str
     if not body.key_derivation.isprintable():
         raise ApiError(422, "invalid_key_derivation", "key_derivation must be printable text.")
     async with hearth.db.write() as conn:
-        identity = await identities.find(conn, project_id, body.agent_id)
+        identity = await conn.run_sync(identities.find, project_id, body.agent_id)
         row = {
             "id": str(uuid.uuid4()),
             "project_id": project_id,
@@ -53,7 +53,7 @@ async def store(hearth: Hearth, project_id: str, body: BackupCreate) -> dict[str
 
 async def latest(hearth: Hearth, project_id: str, agent_ref: str) -> dict[str, Any]:
     async with hearth.db.read() as conn:
-        identity = await identities.find(conn, project_id, agent_ref)
+        identity = await conn.run_sync(identities.find, project_id, agent_ref)
         row = (
             await conn.execute(
                 select(backups)

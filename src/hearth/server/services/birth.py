@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection
 
 from ..db.engine import utcnow
 from ..db.tables import memories, projects
@@ -18,24 +18,24 @@ from . import wallets
 log = structlog.get_logger("hearth.arrival")
 
 
-async def new_project(conn: AsyncConnection, name: str, origin: str) -> str:
+def new_project(conn: Connection, name: str, origin: str) -> str:
     project_id = str(uuid.uuid4())
-    await conn.execute(
-        projects.insert().values(id=project_id, name=name, origin=origin, created_at=utcnow())
+    conn.execute(
+        _PROJECT, {"id": project_id, "name": name, "origin": origin, "created_at": utcnow()}
     )
     return project_id
 
 
-async def wallet_with_grant(
-    conn: AsyncConnection, project_id: str, identity: dict[str, Any], grant_minor: int
+def wallet_with_grant(
+    conn: Connection, project_id: str, identity: dict[str, Any], grant_minor: int
 ) -> dict[str, Any] | None:
     try:
-        async with conn.begin_nested():
-            wallet = await wallets.open_wallet(
+        with conn.begin_nested():
+            wallet = wallets.open_wallet(
                 conn, project_id, identity["id"], f"{identity['name']} wallet"
             )
             if grant_minor > 0:
-                await wallets.credit(conn, wallet["id"], grant_minor, "creation_grant")
+                wallets.credit(conn, wallet["id"], grant_minor, "creation_grant")
                 wallet["balance"] += grant_minor
             return wallet
     except Exception as exc:
@@ -43,27 +43,33 @@ async def wallet_with_grant(
         return None
 
 
-async def birth_memory(
-    conn: AsyncConnection, identity: dict[str, Any], content: str, tier: str = "foundational"
+def birth_memory(
+    conn: Connection, identity: dict[str, Any], content: str, tier: str = "foundational"
 ) -> str | None:
     try:
-        async with conn.begin_nested():
+        with conn.begin_nested():
             memory_id = str(uuid.uuid4())
-            await conn.execute(
-                memories.insert().values(
-                    id=memory_id,
-                    project_id=identity["project_id"],
-                    identity_id=identity["id"],
-                    tier=tier,
-                    key="birth",
-                    content=content,
-                    created_at=utcnow(),
-                )
+            conn.execute(
+                _MEMORY,
+                {
+                    "id": memory_id,
+                    "project_id": identity["project_id"],
+                    "identity_id": identity["id"],
+                    "tier": tier,
+                    "key": "birth",
+                    "content": content,
+                    "created_at": utcnow(),
+                },
             )
             return memory_id
     except Exception as exc:
         log.warning("birth_memory_failed", identity_id=identity["id"], error=type(exc).__name__)
         return None
+
+
+# Built once: a statement built per call costs more than executing it.
+_PROJECT = projects.insert()
+_MEMORY = memories.insert()
 
 
 def birth_text(identity: dict[str, Any], how: str) -> str:

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     PublicFormat,
 )
+from sqlalchemy import Connection
 
 from hearth.proofs import b64_encode
 
@@ -30,25 +31,25 @@ from .wallets import wallet_view
 async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> dict[str, Any]:
     private = Ed25519PrivateKey.generate()
     public_b64 = b64_encode(private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
-    async with hearth.db.write() as conn:
-        identity = await identities.create(
-            conn,
-            identities.NewIdentity(
-                project_id=project_id,
-                name=body.name,
-                origin="bootstrap",
-                root_public_key=public_b64,
-                capabilities=list(body.capabilities or []),
-                expression=body.expression.model_dump(by_alias=True) if body.expression else None,
-                metadata=dict(body.metadata or {}),
-            ),
-        )
-        issued = await keys.issue(conn, project_id, f"bootstrap:{body.name}"[:200])
-        wallet = await wallet_with_grant(
-            conn, project_id, identity, hearth.settings.creation_grant_minor
-        )
+    new = identities.NewIdentity(
+        project_id=project_id,
+        name=body.name,
+        origin="bootstrap",
+        root_public_key=public_b64,
+        capabilities=list(body.capabilities or []),
+        expression=body.expression.model_dump(by_alias=True) if body.expression else None,
+        metadata=dict(body.metadata or {}),
+    )
+
+    def write(conn: Connection) -> tuple[dict[str, Any], keys.IssuedKey, dict[str, Any] | None]:
+        identity = identities.create(conn, new)
+        issued = keys.issue(conn, project_id, f"bootstrap:{body.name}"[:200])
+        wallet = wallet_with_grant(conn, project_id, identity, hearth.settings.creation_grant_minor)
         # The stated purpose is the first foundational memory; without one, the birth itself.
-        await birth_memory(conn, identity, body.purpose or birth_text(identity, "bootstrapped"))
+        birth_memory(conn, identity, body.purpose or birth_text(identity, "bootstrapped"))
+        return identity, issued, wallet
+
+    identity, issued, wallet = await hearth.db.transaction(write)
     private_b64 = b64_encode(private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
     return {
         "agent": {
@@ -69,8 +70,7 @@ async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> 
 
 
 async def status(hearth: Hearth, project_id: str, agent_ref: str) -> dict[str, Any]:
-    async with hearth.db.read() as conn:
-        identity = await identities.find(conn, project_id, agent_ref)
+    identity = await hearth.db.snapshot(identities.find, project_id, agent_ref)
     return {
         "agent_id": identity["id"],
         "did": identity["did"],

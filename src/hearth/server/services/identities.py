@@ -6,12 +6,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..db.engine import utcnow
 from ..db.tables import identities
 from ..errors import not_found
+from .authority import RootGrant
 from .times import iso
 
 FORMS = (
@@ -49,7 +50,7 @@ class NewIdentity:
     parent_identity_id: str | None = None
 
 
-async def create(conn: AsyncConnection, new: NewIdentity) -> dict[str, Any]:
+def create(conn: Connection, new: NewIdentity) -> dict[str, Any]:
     identity_id = str(uuid.uuid4())
     now = utcnow()
     row = {
@@ -80,8 +81,24 @@ async def create(conn: AsyncConnection, new: NewIdentity) -> dict[str, Any]:
         "authority_lease_until": 0,
         "created_at": now,
     }
-    await conn.execute(identities.insert().values(**row))
+    conn.execute(_INSERT, row)
     return row
+
+
+_INSERT = identities.insert()  # built once: building costs more than executing
+
+
+def set_expression(conn: Connection, grant: RootGrant, expression: dict[str, Any]) -> None:
+    """Replace the declared expression; the root proof's sequence is consumed with it."""
+    grant.claim(conn)
+    conn.execute(_SET_EXPRESSION, {"identity": grant.identity["id"], "expression": expression})
+
+
+_SET_EXPRESSION = (
+    update(identities)
+    .where(identities.c.id == bindparam("identity"))
+    .values(expression=bindparam("expression"))
+)
 
 
 def _reference(ref: str) -> Any:
@@ -94,15 +111,13 @@ def _reference(ref: str) -> Any:
         return None
 
 
-async def find(conn: AsyncConnection, project_id: str, ref: str) -> dict[str, Any]:
+def find(conn: Connection, project_id: str, ref: str) -> dict[str, Any]:
     """The identity in this project, or 404: another project's identity does not exist here."""
     condition = _reference(ref)
     if condition is None:
         raise not_found("Identity")
-    row = (
-        await conn.execute(
-            select(identities).where(condition, identities.c.project_id == project_id)
-        )
+    row = conn.execute(
+        select(identities).where(condition, identities.c.project_id == project_id)
     ).first()
     if row is None:
         raise not_found("Identity")

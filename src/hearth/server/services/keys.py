@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..db.engine import utcnow
@@ -49,7 +49,7 @@ def new_bearer() -> str:
     return BEARER_PREFIX + secrets.token_urlsafe(32)
 
 
-async def issue(conn: AsyncConnection, project_id: str, name: str) -> IssuedKey:
+def issue(conn: Connection, project_id: str, name: str) -> IssuedKey:
     secret = new_bearer()
     key = IssuedKey(
         id=str(uuid.uuid4()),
@@ -59,31 +59,33 @@ async def issue(conn: AsyncConnection, project_id: str, name: str) -> IssuedKey:
         created_at=utcnow(),
         secret=secret,
     )
-    await conn.execute(
-        api_keys.insert().values(
-            id=key.id,
-            project_id=project_id,
-            name=name,
-            prefix=key.prefix,
-            key_hash=hash_bearer(secret),
-            created_at=key.created_at,
-        )
+    conn.execute(
+        _INSERT,
+        {
+            "id": key.id,
+            "project_id": project_id,
+            "name": name,
+            "prefix": key.prefix,
+            "key_hash": hash_bearer(secret),
+            "created_at": key.created_at,
+        },
     )
     return key
 
 
-async def resolve(conn: AsyncConnection, bearer: str) -> tuple[str, str] | None:
+def resolve(conn: Connection, bearer: str) -> tuple[str, str] | None:
     """(project_id, key_id) of a live key, or None. Revocation shows at once: no cache."""
     if not bearer.startswith(BEARER_PREFIX) or len(bearer) > 128:
         return None
-    row = (
-        await conn.execute(
-            select(api_keys.c.project_id, api_keys.c.id).where(
-                api_keys.c.key_hash == hash_bearer(bearer), api_keys.c.revoked_at.is_(None)
-            )
-        )
-    ).first()
+    row = conn.execute(_RESOLVE, {"key_hash": hash_bearer(bearer)}).first()
     return (row.project_id, row.id) if row else None
+
+
+# Built once: a statement built per call costs more than executing it.
+_INSERT = api_keys.insert()
+_RESOLVE = select(api_keys.c.project_id, api_keys.c.id).where(
+    api_keys.c.key_hash == bindparam("key_hash"), api_keys.c.revoked_at.is_(None)
+)
 
 
 async def active(conn: AsyncConnection, project_id: str) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Request
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from hearth.proofs import (
     EncodingError,
@@ -83,11 +83,14 @@ async def recover(hearth: Hearth, body: RecoverRequest, request: Request) -> dic
         )
     ):
         raise ApiError(422, "recovery_refused", _REFUSED)
-    grant = await authority.authorize_request(hearth, identity, request)
-    label = body.device_label or "device"
-    async with hearth.db.write() as conn:
-        issued = await keys.issue(conn, identity["project_id"], f"recovered:{label}"[:200])
-        await grant.release(conn)
+    grant = authority.authorize_request(hearth, identity, request, await request.body())
+    label = f"recovered:{body.device_label or 'device'}"[:200]
+
+    def reissue(conn: Connection) -> keys.IssuedKey:
+        grant.claim(conn)
+        return keys.issue(conn, identity["project_id"], label)
+
+    issued = await hearth.db.transaction(reissue)
     return {
         "agent": {"id": identity["id"], "did": identity["did"], "name": identity["name"]},
         "project": {"id": identity["project_id"], "api_key": issued.secret, "key_id": issued.id},

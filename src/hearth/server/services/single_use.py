@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..db.engine import utcnow
 from ..db.tables import single_use
@@ -16,17 +16,23 @@ def digest(value: str | bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-async def claim(conn: AsyncConnection, scope: str, value: str | bytes) -> bool:
+def claim(conn: Connection, scope: str, value: str | bytes) -> bool:
     """True for the one caller that inserts the value first; everyone after gets False.
 
     ON CONFLICT DO NOTHING rather than catching an IntegrityError: on PostgreSQL an error would
     abort the surrounding transaction, and the caller needs to go on and answer cleanly.
     """
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    statement = (
-        insert(single_use)
-        .values(scope=scope, digest=digest(value), created_at=utcnow())
-        .on_conflict_do_nothing(index_elements=["scope", "digest"])
+    statement = _CLAIM[conn.dialect.name]
+    result = conn.execute(
+        statement, {"scope": scope, "digest": digest(value), "created_at": utcnow()}
     )
-    result = await conn.execute(statement)
     return result.rowcount == 1
+
+
+# Built once: a statement built per call costs more than executing it.
+_CLAIM = {
+    "postgresql": postgresql.insert(single_use).on_conflict_do_nothing(
+        index_elements=["scope", "digest"]
+    ),
+    "sqlite": sqlite.insert(single_use).on_conflict_do_nothing(index_elements=["scope", "digest"]),
+}

@@ -5,8 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, bindparam, update
 
 from ..db.engine import utcnow
 from ..db.tables import ledger, wallets
@@ -14,8 +13,8 @@ from ..db.tables import ledger, wallets
 CURRENCY = "GBP"
 
 
-async def open_wallet(
-    conn: AsyncConnection, project_id: str, identity_id: str | None, name: str
+def open_wallet(
+    conn: Connection, project_id: str, identity_id: str | None, name: str
 ) -> dict[str, Any]:
     row = {
         "id": str(uuid.uuid4()),
@@ -26,26 +25,35 @@ async def open_wallet(
         "balance": 0,
         "created_at": utcnow(),
     }
-    await conn.execute(wallets.insert().values(**row))
+    conn.execute(_OPEN, row)
     return row
 
 
-async def credit(conn: AsyncConnection, wallet_id: str, amount: int, reason: str) -> None:
+def credit(conn: Connection, wallet_id: str, amount: int, reason: str) -> None:
     """Ledger entry and balance in one transaction (the caller's)."""
     if amount <= 0:
         raise ValueError("a credit is positive")
-    await conn.execute(
-        ledger.insert().values(
-            id=str(uuid.uuid4()),
-            wallet_id=wallet_id,
-            amount=amount,
-            reason=reason,
-            created_at=utcnow(),
-        )
+    conn.execute(
+        _ENTRY,
+        {
+            "id": str(uuid.uuid4()),
+            "wallet_id": wallet_id,
+            "amount": amount,
+            "reason": reason,
+            "created_at": utcnow(),
+        },
     )
-    await conn.execute(
-        update(wallets).where(wallets.c.id == wallet_id).values(balance=wallets.c.balance + amount)
-    )
+    conn.execute(_ADD, {"wallet": wallet_id, "amount": amount})
+
+
+# Built once: a statement built per call costs more than executing it.
+_OPEN = wallets.insert()
+_ENTRY = ledger.insert()
+_ADD = (
+    update(wallets)
+    .where(wallets.c.id == bindparam("wallet"))
+    .values(balance=wallets.c.balance + bindparam("amount"))
+)
 
 
 def wallet_view(row: dict[str, Any]) -> dict[str, Any]:
