@@ -260,6 +260,10 @@ def render() -> dict[str, bytes]:
         kind = "x25519" if isinstance(key, X25519PrivateKey) else "ed25519"
         files[f"keys/{name}.{kind}.pem"] = private_key_pem(key)
     files["index.json"] = (json.dumps(index, indent=2, ensure_ascii=False) + "\n").encode()
+    # Imported here: generate_crypto builds on this module's fixed_bytes.
+    from . import generate_crypto  # noqa: PLC0415
+
+    files.update(generate_crypto.render())
     return files
 
 
