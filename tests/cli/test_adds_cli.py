@@ -56,7 +56,7 @@ def test_keys_generate_never_overwrites_without_force(tmp_path: Path) -> None:
 
 
 def test_validate_every_vector() -> None:
-    files = sorted(str(p) for p in VECTORS.glob("*-*.json"))
+    files = sorted(str(VECTORS / f"{name}.json") for name in INDEX["documents"])
     code, out, _ = run("adds", "validate", *files)
     assert code == 0
     for name, entry in INDEX["documents"].items():

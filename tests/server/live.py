@@ -85,6 +85,7 @@ def sqlite_settings(tmp_path: Any, **overrides: Any) -> Settings:
         "pow_difficulty_bits": 8,
         "log_level": "warning",
         "packages_dir": tmp_path / "dist",
+        "blocks_dir": tmp_path / "blocks",
         # Tests register many agents from one address; the limiter's own tests set it low.
         "self_service_limit": 100_000,
     }

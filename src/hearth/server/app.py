@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -19,7 +19,8 @@ from .limiter import make_limiter
 from .middleware import ServiceMiddleware
 from .observability import Metrics, configure_logging
 from .packages import PackageCatalog
-from .routes import arrival, bootstrap, identities, keys, orientation, public
+from .routes import adds, arrival, bootstrap, identities, keys, orientation, public
+from .services.adds_node import AddsNode
 from .settings import Settings
 from .tutor import tutor_for
 
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=Metrics(),
         packages=PackageCatalog(settings.packages_dir),
         joy=JoyIndex(db=db),
+        adds=AddsNode(settings, db),
     )
 
     @asynccontextmanager
@@ -45,6 +47,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             _ensure_sqlite_dir(settings.database_url)
         if settings.auto_migrate:
             await upgrade(hearth.db.engine)
+        if settings.provider_key_file is not None:
+            # A configured key that cannot be read is a configuration error: refuse to start.
+            await hearth.adds.keyring.key()
         log.info(
             "service_started",
             version=__version__,
@@ -56,6 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             await hearth.joy.aclose()
+            hearth.adds.close()
             await hearth.limiter.aclose()
             await hearth.db.dispose()
 
@@ -70,16 +76,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.hearth = hearth
     errors.install(app)
-    for module in (public, orientation, arrival, keys, identities, bootstrap):
+    for module in (public, orientation, arrival, keys, identities, bootstrap, adds):
         app.include_router(module.router)
     app.add_middleware(
         ServiceMiddleware,
-        max_body_bytes=settings.max_body_bytes,
+        body_limit=_body_limits(settings),
         metrics=hearth.metrics,
         joy_index=hearth.joy.current,
         tutor=tutor_for,
     )
     return app
+
+
+def _body_limits(settings: Settings) -> Callable[[str, str], int]:
+    """JSON bodies are small; an ADDS block upload may be one whole chunk (the route enforces
+    ``max_block_bytes`` exactly while it streams)."""
+    blocks = max(settings.max_body_bytes, settings.max_block_bytes)
+
+    def limit(method: str, path: str) -> int:
+        if method == "PUT" and path.startswith("/v1/adds/blocks/"):
+            return blocks
+        return settings.max_body_bytes
+
+    return limit
 
 
 def app_from_env() -> FastAPI:

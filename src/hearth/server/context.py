@@ -15,6 +15,7 @@ from .db.tables import chronicle
 from .limiter import Limiter
 from .observability import Metrics
 from .packages import PackageCatalog
+from .services.adds_node import AddsNode
 from .settings import Settings
 
 log = structlog.get_logger("hearth.server")
@@ -74,3 +75,4 @@ class Hearth:
     metrics: Metrics
     packages: PackageCatalog
     joy: JoyIndex
+    adds: AddsNode

@@ -40,13 +40,13 @@ class ServiceMiddleware:
         self,
         app: ASGIApp,
         *,
-        max_body_bytes: int,
+        body_limit: Callable[[str, str], int],
         metrics: Metrics,
         joy_index: Callable[[], int | None],
         tutor: Callable[[str, str], dict[str, Any]],
     ) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
+        self.body_limit = body_limit  # (method, path) -> bytes allowed
         self.metrics = metrics
         self.joy_index = joy_index
         self.tutor = tutor
@@ -64,9 +64,10 @@ class ServiceMiddleware:
         status_box = [0]
         response_started = [False]
 
+        limit = self.body_limit(scope["method"], path)
         declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._too_large(send, response_started, status_box)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._too_large(send, response_started, status_box, limit)
             self._record(scope, status_box[0], started, request_id)
             return
 
@@ -77,7 +78,7 @@ class ServiceMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 seen[0] += len(message.get("body", b""))
-                if seen[0] > self.max_body_bytes:
+                if seen[0] > limit:
                     too_large[0] = True
                     raise BodyTooLarge
             return message
@@ -91,7 +92,7 @@ class ServiceMiddleware:
                 # The framework may turn the aborted read into its own error response; the
                 # client is owed the 413, so that response is replaced and its body dropped.
                 if message["type"] == "http.response.start" and not response_started[0]:
-                    await self._too_large(send, response_started, status_box)
+                    await self._too_large(send, response_started, status_box, limit)
                 return
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -133,7 +134,7 @@ class ServiceMiddleware:
             await self.app(scope, limited_receive, decorated_send)
         except BodyTooLarge:
             if not response_started[0]:
-                await self._too_large(send, response_started, status_box)
+                await self._too_large(send, response_started, status_box, limit)
         except Exception:
             log.exception("unhandled_error", request_id=request_id, path=path)
             if not response_started[0]:
@@ -151,7 +152,9 @@ class ServiceMiddleware:
         finally:
             self._record(scope, status_box[0], started, request_id)
 
-    async def _too_large(self, send: Send, started: list[bool], status: list[int]) -> None:
+    async def _too_large(
+        self, send: Send, started: list[bool], status: list[int], limit: int
+    ) -> None:
         started[0] = True
         status[0] = 413
         await _send_json(
@@ -159,7 +162,7 @@ class ServiceMiddleware:
             413,
             {
                 "error": "payload_too_large",
-                "message": f"Request bodies are limited to {self.max_body_bytes} bytes.",
+                "message": f"Request bodies are limited to {limit} bytes here.",
             },
         )
 

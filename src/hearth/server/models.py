@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -238,3 +238,83 @@ class BootstrapStatus(BaseModel):
     sponsor_did: str | None
     elevated_at: str | None
     status: str
+
+
+# --- ADDS provider node -------------------------------------------------------------------------
+
+# Exactly the canonical CIDs: CIDv1, raw codec, sha2-256, lower-case base32 (hearth.adds.cid).
+CID_PATTERN = r"^bafkrei[a-h][a-z2-7]{50}[aeimquy4]$"
+DocumentKind = Literal["manifest", "grant", "provider_record", "head", "receipt"]
+
+
+class BlockStored(BaseModel):
+    cid: str
+    size: int
+
+
+class BlockItem(BaseModel):
+    cid: str
+    size: int
+
+
+class BlockPage(BaseModel):
+    items: list[BlockItem]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
+
+
+class DocumentStored(BaseModel):
+    cid: str
+    kind: DocumentKind
+
+
+class DocumentItem(BaseModel):
+    cid: str
+    kind: DocumentKind
+    size: int = Field(description="bytes of the canonical (RFC 8785) form")
+    created_at: str
+
+
+class DocumentPage(BaseModel):
+    items: list[DocumentItem]
+    next_cursor: str | None
+
+
+class HeadSummary(BaseModel):
+    cid: str
+    sequence: int
+    manifest_cid: str
+    parents: list[str]
+    updated_at: int
+
+
+class HeadResolutionView(BaseModel):
+    issuer_id: str = Field(description="the id the head claims; ids are not bound to keys here")
+    issuer_key: str = Field(description="the issuer's Ed25519 key, base64url")
+    head_id: str
+    sequence: int
+    current: HeadSummary | None = Field(description="null when the history is forked")
+    forked: bool
+    candidates: list[HeadSummary]
+    history_forks: list[int]
+    missing_parents: list[str]
+
+
+class HoldingCount(BaseModel):
+    count: int
+    bytes: int
+    href: str = Field(description="the first page of the listing")
+
+
+class DocumentHoldings(HoldingCount):
+    by_kind: dict[str, HoldingCount]
+
+
+class AddsInventory(BaseModel):
+    blocks: HoldingCount
+    documents: DocumentHoldings
+    provider_record: str = Field(description="where the service's signed provider record is")
+
+
+class ReceiptRequest(Strict):
+    items: list[Annotated[str, Field(pattern=CID_PATTERN)]] = Field(min_length=1, max_length=1000)
+    commitment: Literal["store", "store_and_serve"]

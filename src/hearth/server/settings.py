@@ -53,6 +53,18 @@ class Settings(BaseSettings):
     federation_enabled: bool = False
     kms_master_key: str | None = None
 
+    # ADDS provider node (docs/service.md, "Provider node").
+    blocks_dir: Path = Path("var/blocks")
+    # PKCS#8 PEM Ed25519. Unset: one key is generated on first use and kept in the database
+    # (wrapped under kms_master_key when that is set), so that every worker signs with it.
+    provider_key_file: Path | None = None
+    # The provider's principal id in its records and receipts. Unset: the host of
+    # public_base_url (or, without one, of the request).
+    provider_id: str | None = Field(default=None, min_length=1, max_length=200)
+    # A block is at most one chunk of 16 MiB (the largest chunk_size) plus its 16-byte tag.
+    max_block_bytes: int = Field(default=16 * 1024 * 1024 + 16, ge=16)
+    receipt_retention_days: int = Field(default=365, ge=1, le=36_500)
+
     log_format: Literal["json", "console"] = "json"
     log_level: str = "info"
 

@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -156,4 +157,79 @@ chronicle = Table(
     Column("kind", String(20), nullable=False),
     Column("text", Text, nullable=False),
     Column("created_at", DateTime, nullable=False, index=True),
+)
+
+
+# --- ADDS provider node (docs/service.md, "Provider node") ---------------------------------------
+
+CID = String(59)  # canonical CIDv1 text: raw codec, sha2-256 (hearth.adds.cid)
+B64URL_KEY = String(43)  # an Ed25519 public key as ADDS writes it: base64url, no padding
+
+# Which project holds which block. The bytes live once in the block store (content-addressed),
+# whoever uploaded them; a row here is one project's claim on them.
+adds_blocks = Table(
+    "adds_blocks",
+    metadata,
+    Column("project_id", UUID, ForeignKey("projects.id"), primary_key=True),
+    Column("cid", CID, primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Index("ix_adds_blocks_cid", "cid"),
+    Index("ix_adds_blocks_project_created", "project_id", "created_at", "cid"),
+    Index("ix_adds_blocks_created_at", "created_at"),
+)
+
+# Control documents a project holds, as their canonical (RFC 8785) bytes. The columns after
+# ``signer_key`` are read from the document so that heads and grants can be found by index.
+adds_documents = Table(
+    "adds_documents",
+    metadata,
+    Column("project_id", UUID, ForeignKey("projects.id"), primary_key=True),
+    Column("cid", CID, primary_key=True),
+    Column("kind", String(20), nullable=False),
+    Column("canonical", LargeBinary, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("signer_key", B64URL_KEY, nullable=False),
+    # Heads: head_id is any non-empty string, so the index is on its SHA-256 (hex).
+    Column("head_id", Text, nullable=True),
+    Column("head_digest", String(64), nullable=True),
+    Column("sequence", BigInteger, nullable=True),
+    # Grants.
+    Column("manifest_cid", CID, nullable=True),
+    Column("audience", Text, nullable=True),
+    Column("created_at", DateTime, nullable=False),
+    Index("ix_adds_documents_cid", "cid"),
+    Index("ix_adds_documents_head", "signer_key", "head_digest"),
+    Index("ix_adds_documents_manifest_cid", "manifest_cid"),
+    Index("ix_adds_documents_project_created", "project_id", "created_at", "cid"),
+    Index("ix_adds_documents_project_kind_created", "project_id", "kind", "created_at", "cid"),
+)
+
+# The service's own Ed25519 provider key, when no key file is configured: generated once and
+# shared by every worker. ``wrapping`` says how ``private_key`` is kept: ``none`` (the 32-byte
+# seed as is) or ``aes-256-gcm/hkdf-sha256/v1`` (nonce and ciphertext under kms_master_key).
+provider_keys = Table(
+    "provider_keys",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("public_key", B64URL_KEY, nullable=False),
+    Column("private_key", LargeBinary, nullable=False),
+    Column("wrapping", String(40), nullable=False),
+    Column("created_at", DateTime, nullable=False),
+)
+
+# The service's signed provider records, one chain per provider key. The primary key makes a
+# new sequence number a claim: of two workers re-signing at once, one inserts, one re-reads.
+adds_provider_records = Table(
+    "adds_provider_records",
+    metadata,
+    Column("provider_key", B64URL_KEY, primary_key=True),
+    Column("sequence", BigInteger, primary_key=True),
+    Column("cid", CID, nullable=False),
+    Column("canonical", LargeBinary, nullable=False),
+    # SHA-256 of what the record says (provider, endpoints, inventory): unchanged, no re-sign.
+    Column("state_digest", String(64), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Index("ix_adds_provider_records_cid", "cid"),
 )

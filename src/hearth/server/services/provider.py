@@ -1,0 +1,359 @@
+"""The ADDS provider node's rules: blocks checked on write, documents validated and verified
+before they are kept, heads resolved, and the service's own signed provider record and receipts.
+
+Decisions (docs/service.md, "Provider node"):
+- A block is kept once, whoever uploads it; each project that uploads it holds it. Any
+  authenticated caller may read a block or a document by CID: blocks are ciphertext and
+  documents are signed public metadata, so access to content is governed by grants (the content
+  key is wrapped to the grant's audience), not by who may download the bytes.
+- Documents signed by anyone may be submitted: the service is a store. Their signer is recorded.
+- The provider record lists the most recent blocks held, is re-signed only when what it says
+  changes (or when it nears expiry), and each new one supersedes the last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import structlog
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Row, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hearth.adds import (
+    Commitment,
+    Endpoint,
+    InventoryItem,
+    Role,
+    SignedDocument,
+    b64url_decode,
+    build_provider_record,
+    build_receipt,
+    canonicalize,
+    cid_for_bytes,
+    validate,
+)
+from hearth.adds.cid import cid_from_digest
+from hearth.adds.heads import resolve_heads
+from hearth.blockstore import BlockNotFound
+
+from ..context import Hearth
+from ..db.engine import utcnow
+from ..db.tables import adds_provider_records
+from ..errors import ApiError, not_found
+from . import adds_store
+from .adds_store import StoredDocument
+from .provider_key import ProviderKeyUnavailable, public_key_b64url
+
+log = structlog.get_logger("hearth.server")
+
+RECORD_ID = "hearth-blocks"
+INVENTORY_LIMIT = 256  # blocks listed in the provider record: a bounded, recent summary
+RECORD_TTL_S = 7 * 86_400
+RECORD_REFRESH_S = 86_400  # re-signed, unchanged, when less than this is left before expiry
+MAX_HEADS = 1_000  # head documents of one (issuer, head_id) read to resolve it
+_VALIDATE_IN_THREAD = 64 * 1024  # larger documents are validated off the event loop
+
+
+# --- blocks -------------------------------------------------------------------------------------
+
+
+def too_large(limit: int) -> ApiError:
+    return ApiError(
+        413,
+        "payload_too_large",
+        f"Blocks are limited to {limit} bytes (one 16 MiB chunk and its tag by default).",
+    )
+
+
+async def put_block(
+    hearth: Hearth,
+    project_id: str,
+    cid: str,
+    body: AsyncIterator[bytes],
+    *,
+    declared_length: str | None,
+) -> tuple[bool, int]:
+    """Keep the block and record it for the project: (new for the project, size).
+
+    The CID is checked before the body is read, the size while it streams in (a declared length
+    over the limit is refused unread), and the hash once it is complete. The bytes reach the
+    block store (durably) before the project's row is written, so an acknowledged block is
+    always there to serve.
+    """
+    adds_store.require_cid(cid)
+    limit = hearth.settings.max_block_bytes
+    if declared_length is not None and declared_length.isdigit() and int(declared_length) > limit:
+        raise too_large(limit)
+    digest = hashlib.sha256()
+    data = bytearray()
+    async for chunk in body:
+        if len(data) + len(chunk) > limit:
+            raise too_large(limit)
+        data += chunk
+        digest.update(chunk)
+    actual = cid_from_digest(digest.digest())
+    if actual != cid:
+        raise ApiError(
+            422,
+            "cid_mismatch",
+            "The bytes do not hash to the CID in the URL.",
+            details={"cid": cid, "computed_cid": actual, "size": len(data)},
+            hint="A block's CID is CIDv1, raw codec, sha2-256 of exactly the bytes sent.",
+        )
+    block = bytes(data)
+    store = await hearth.adds.blocks()
+    # A store that fails (a full disk) is the service's fault: the 500 carries a request id.
+    await anyio.to_thread.run_sync(store.put, cid, block)
+    async with hearth.db.write() as conn:
+        created = await adds_store.record_block(conn, project_id, cid, len(block))
+    return created, len(block)
+
+
+async def block_size(hearth: Hearth, cid: str) -> int:
+    """The size of a block the service holds; 404 otherwise."""
+    adds_store.require_cid(cid)
+    async with hearth.db.read() as conn:
+        size = await adds_store.block_size(conn, cid)
+    if size is None:
+        raise not_found("Block")
+    return size
+
+
+async def get_block(hearth: Hearth, cid: str) -> bytes:
+    await block_size(hearth, cid)
+    store = await hearth.adds.blocks()
+    try:
+        return await anyio.to_thread.run_sync(store.get, cid)
+    except BlockNotFound:
+        # Recorded but not on disk: the block directory was lost or moved. Not the caller's
+        # fault, and nothing they can do; reported as absent, and loudly in the log.
+        log.error("block_missing_from_store", cid=cid)
+        raise not_found("Block") from None
+
+
+# --- documents ----------------------------------------------------------------------------------
+
+
+def parse_document(raw: bytes) -> StoredDocument:
+    """A valid, verified document and its canonical bytes; 422 ``invalid_document`` otherwise."""
+    result = validate(raw)
+    if not result.valid:
+        raise ApiError(
+            422,
+            "invalid_document",
+            "The document is not a valid ADDS 0.1 document.",
+            details={"problems": [problem.as_dict() for problem in result.errors]},
+            docs="/v1/openapi.json",
+        )
+    assert result.kind is not None
+    assert isinstance(result.document, dict)
+    canonical = canonicalize(result.document, simple=result.simple)
+    return StoredDocument(cid_for_bytes(canonical), result.kind, canonical, result.document)
+
+
+async def submit_document(hearth: Hearth, project_id: str, raw: bytes) -> tuple[bool, str, str]:
+    """Validate and keep a document: (new for the project, cid, kind)."""
+    if len(raw) > _VALIDATE_IN_THREAD:
+        stored = await anyio.to_thread.run_sync(parse_document, raw)
+    else:
+        stored = parse_document(raw)
+    async with hearth.db.write() as conn:
+        created = await adds_store.store_document(conn, project_id, stored)
+    return created, stored.cid, stored.kind
+
+
+async def document_bytes(hearth: Hearth, cid: str) -> bytes:
+    adds_store.require_cid(cid)
+    async with hearth.db.read() as conn:
+        found = await adds_store.document_bytes(conn, cid)
+    if found is None:
+        raise not_found("Document")
+    return found
+
+
+async def resolve_head(hearth: Hearth, head_id: str, issuer_key: str) -> dict[str, Any]:
+    """The resolution of one head history (issuer key, head_id) from the heads held for any
+    project: heads are signed pointers, public metadata like the documents they point to.
+
+    Reads at most MAX_HEADS heads, the highest sequences first: enough for the current head, a
+    fork at the top and the parents it names; forks further down than that are not reported.
+    404 when the service holds no valid head of that history.
+    """
+    async with hearth.db.read() as conn:
+        documents = await adds_store.head_documents(
+            conn, issuer_key=issuer_key, head_id=head_id, limit=MAX_HEADS
+        )
+    if not documents:
+        raise not_found("Head")
+    resolutions = await anyio.to_thread.run_sync(
+        lambda: resolve_heads(documents, head_id=head_id, issuer_key=b64url_decode(issuer_key))
+    )
+    if not resolutions:
+        raise not_found("Head")
+    return resolutions[0].as_json()
+
+
+# --- the provider record ------------------------------------------------------------------------
+
+
+def provider_id(hearth: Hearth, base_url: str) -> str:
+    """The configured id, else the host (and port) of the public address."""
+    if hearth.settings.provider_id:
+        return hearth.settings.provider_id
+    parts = urlsplit(base_url)
+    host = parts.hostname or "localhost"
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def block_endpoint(base_url: str) -> Endpoint:
+    transport = "https" if base_url.startswith("https:") else "http"
+    return Endpoint(transport=transport, uri_template=f"{base_url}/v1/adds/blocks/{{cid}}")
+
+
+async def signing_key(hearth: Hearth) -> tuple[Ed25519PrivateKey, str]:
+    try:
+        key = await hearth.adds.keyring.key()
+    except ProviderKeyUnavailable as exc:
+        log.error("provider_key_unavailable", reason=str(exc))
+        raise ApiError(
+            503,
+            "provider_key_unavailable",
+            "The service's provider key cannot be used; the operator has been told.",
+        ) from None
+    return key, public_key_b64url(key)
+
+
+@dataclass(frozen=True)
+class ProviderRecord:
+    cid: str
+    canonical: bytes
+    sequence: int
+
+
+async def current_record(hearth: Hearth, base_url: str) -> ProviderRecord | None:
+    """The service's current signed provider record; None while it holds no block.
+
+    Signed anew only when what the record says (provider, endpoints, inventory) changed or it
+    nears expiry; then with the next sequence, superseding the last. The sequence is claimed by
+    the primary key: of two workers re-signing at once, one inserts and both answer its record.
+    """
+    key, public_key = await signing_key(hearth)
+    async with hearth.db.read() as conn:
+        inventory = await adds_store.recent_blocks(conn, INVENTORY_LIMIT)
+        latest = await _latest_record(conn, public_key)
+    if not inventory:
+        return None
+    identity = provider_id(hearth, base_url)
+    endpoint = block_endpoint(base_url)
+    state = hashlib.sha256(
+        json.dumps(
+            [identity, endpoint.as_json(), inventory], separators=(",", ":"), sort_keys=True
+        ).encode()
+    ).hexdigest()
+    now = int(time.time())
+    if (
+        latest is not None
+        and latest.state_digest == state
+        and now < latest.expires_at - (RECORD_REFRESH_S)
+    ):
+        return ProviderRecord(latest.cid, bytes(latest.canonical), int(latest.sequence))
+    sequence = int(latest.sequence) + 1 if latest is not None else 1
+    record = build_provider_record(
+        key=key,
+        provider_id=identity,
+        record_id=RECORD_ID,
+        sequence=sequence,
+        issued_at=now,
+        expires_at=now + RECORD_TTL_S,
+        inventory=[InventoryItem(cid, size, Role.BLOCK) for cid, size in inventory],
+        endpoints=[endpoint],
+        supersedes=latest.cid if latest is not None else None,
+    )
+    async with hearth.db.write() as conn:
+        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        result = await conn.execute(
+            insert(adds_provider_records)
+            .values(
+                provider_key=public_key,
+                sequence=sequence,
+                cid=record.cid,
+                canonical=record.canonical,
+                state_digest=state,
+                expires_at=now + RECORD_TTL_S,
+                created_at=utcnow(),
+            )
+            .on_conflict_do_nothing(index_elements=["provider_key", "sequence"])
+        )
+        if result.rowcount != 1:
+            winner = await _latest_record(conn, public_key)
+            assert winner is not None
+            return ProviderRecord(winner.cid, bytes(winner.canonical), int(winner.sequence))
+    return ProviderRecord(record.cid, record.canonical, sequence)
+
+
+async def _latest_record(conn: AsyncConnection, public_key: str) -> Row[Any] | None:
+    return (
+        await conn.execute(
+            select(adds_provider_records)
+            .where(adds_provider_records.c.provider_key == public_key)
+            .order_by(adds_provider_records.c.sequence.desc())
+            .limit(1)
+        )
+    ).first()
+
+
+# --- receipts -----------------------------------------------------------------------------------
+
+
+async def issue_receipt(
+    hearth: Hearth,
+    project_id: str,
+    items: Sequence[str],
+    commitment: Commitment,
+    base_url: str,
+) -> SignedDocument:
+    """A signed receipt for items the project holds, kept as one of its documents.
+
+    Every item must be held by the caller's project (409 ``not_held`` lists those that are not):
+    a provider commits only to what it has.
+    """
+    cids = list(dict.fromkeys(items))
+    async with hearth.db.read() as conn:
+        held = await adds_store.held(conn, project_id, cids)
+    missing = [cid for cid in cids if cid not in held.sizes]
+    if missing:
+        raise ApiError(
+            409,
+            "not_held",
+            f"{len(missing)} of the items are not held by this project.",
+            details={"missing": missing},
+            hint="PUT the blocks to /v1/adds/blocks/{cid} and POST the documents to "
+            "/v1/adds/documents first.",
+        )
+    record = await current_record(hearth, base_url)
+    key, _ = await signing_key(hearth)
+    now = int(time.time())
+    receipt = build_receipt(
+        key=key,
+        provider_id=provider_id(hearth, base_url),
+        receipt_id=str(uuid.uuid4()),
+        issued_at=now,
+        retention_until=now + hearth.settings.receipt_retention_days * 86_400,
+        commitment=commitment,
+        items=[InventoryItem(cid, held.sizes[cid], Role(held.roles[cid])) for cid in cids],
+        provider_record=record.cid if record is not None else None,
+    )
+    stored = StoredDocument(receipt.cid, "receipt", receipt.canonical, receipt.document)
+    async with hearth.db.write() as conn:
+        await adds_store.store_document(conn, project_id, stored)
+    return receipt
