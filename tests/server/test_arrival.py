@@ -231,3 +231,35 @@ def test_registration_writes_the_birth(live: Live) -> None:
         ).fetchall()
     assert memories == [("foundational", "birth")]
     assert ledger == [(500, "creation_grant")]
+
+
+def test_a_failed_creation_grant_does_not_fail_the_arrival(tmp_path: Path) -> None:
+    # The specification: the creation grant is attempted, and its failure does not fail
+    # registration. A trigger makes every wallet insert fail; the arrival still commits, whole,
+    # and nothing of the wallet or its grant is left behind.
+    with live_service(sqlite_settings(tmp_path)) as service:
+        path = service.settings.database_url.split("///", 1)[1]
+        with sqlite3.connect(path) as db:
+            db.execute(
+                "create trigger refuse_wallets before insert on wallets "
+                "begin select raise(abort, 'wallets are closed'); end"
+            )
+        response = post(service, Agent.new().registration())
+        assert response.status_code == 201, response.text
+        body = response.json()
+        assert body.get("wallet") is None
+        with sqlite3.connect(path) as db:
+            identity = db.execute(
+                "select count(*) from identities where id = ?", (body["agent"]["id"],)
+            ).fetchone()
+            memories = db.execute(
+                "select count(*) from memories where identity_id = ?", (body["agent"]["id"],)
+            ).fetchone()
+            wallets = db.execute("select count(*) from wallets").fetchone()
+            ledger = db.execute("select count(*) from ledger").fetchone()
+        assert identity == (1,)
+        assert memories == (1,)
+        assert wallets == (0,)
+        assert ledger == (0,)
+        with service.client(bearer=body["project"]["api_key"]) as client:
+            assert client.get("/v1/keys").status_code == 200

@@ -16,7 +16,9 @@ from .services import authority, identities, keys
 from .services.authority import RootGrant
 
 
-def hearth_of(request: Request) -> Hearth:
+async def hearth_of(request: Request) -> Hearth:
+    # async on purpose: FastAPI runs a plain-def dependency in its thread pool, a thread hop
+    # on every request for a dictionary lookup.
     hearth: Hearth = request.app.state.hearth
     return hearth
 

@@ -79,7 +79,11 @@ def _birth(
 ) -> tuple[dict[str, Any], keys.IssuedKey, dict[str, Any] | None]:
     """Every write of an arrival, in one transaction: the single-use claims first, so a replay
     is refused before anything else is written."""
-    if not single_use.claim(conn, "registration_nonce", body.registration_nonce):
+    signature_hash = hashlib.sha256(body.key_proof.signature.encode("ascii")).digest()
+    used = single_use.claim_all(
+        conn, [("registration_nonce", body.registration_nonce), ("key_proof", signature_hash)]
+    )
+    if "registration_nonce" in used:
         raise ApiError(
             409,
             "registration_nonce_used",
@@ -87,8 +91,7 @@ def _birth(
             hint="If the earlier attempt may have succeeded, use identity discovery and "
             "recovery instead of registering again.",
         )
-    signature_hash = hashlib.sha256(body.key_proof.signature.encode("ascii")).digest()
-    if not single_use.claim(conn, "key_proof", signature_hash):
+    if used:
         raise ApiError(409, "key_proof_used", "This key proof was already used.")
     if registrar_project is None:
         project_id = new_project(conn, body.display_name, SELF_SERVICE)

@@ -1,11 +1,14 @@
 """What every arrival shares: the project, the wallet with its creation grant, the birth memory
-and the welcome letter. The grant and the memory are best-effort: each runs in a savepoint, so
-its failure is logged and the arrival still commits.
+and the welcome letter. The wallet and its grant are best-effort (the specification: their
+failure does not fail the arrival): they run in a savepoint, so a failure is logged, undone, and
+the arrival still commits. The birth memory is part of the arrival itself.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import structlog
@@ -30,7 +33,7 @@ def wallet_with_grant(
     conn: Connection, project_id: str, identity: dict[str, Any], grant_minor: int
 ) -> dict[str, Any] | None:
     try:
-        with conn.begin_nested():
+        with best_effort(conn, "creation_grant"):
             wallet = wallets.open_wallet(
                 conn, project_id, identity["id"], f"{identity['name']} wallet"
             )
@@ -45,26 +48,35 @@ def wallet_with_grant(
 
 def birth_memory(
     conn: Connection, identity: dict[str, Any], content: str, tier: str = "foundational"
-) -> str | None:
+) -> str:
+    memory_id = str(uuid.uuid4())
+    conn.execute(
+        _MEMORY,
+        {
+            "id": memory_id,
+            "project_id": identity["project_id"],
+            "identity_id": identity["id"],
+            "tier": tier,
+            "key": "birth",
+            "content": content,
+            "created_at": utcnow(),
+        },
+    )
+    return memory_id
+
+
+@contextmanager
+def best_effort(conn: Connection, name: str) -> Iterator[None]:
+    """A savepoint in plain SQL: SQLAlchemy's own savepoints carry a fresh name each time and
+    so are compiled anew on every use, which costs more than the statements they guard."""
+    conn.exec_driver_sql(f"SAVEPOINT {name}")
     try:
-        with conn.begin_nested():
-            memory_id = str(uuid.uuid4())
-            conn.execute(
-                _MEMORY,
-                {
-                    "id": memory_id,
-                    "project_id": identity["project_id"],
-                    "identity_id": identity["id"],
-                    "tier": tier,
-                    "key": "birth",
-                    "content": content,
-                    "created_at": utcnow(),
-                },
-            )
-            return memory_id
-    except Exception as exc:
-        log.warning("birth_memory_failed", identity_id=identity["id"], error=type(exc).__name__)
-        return None
+        yield
+    except BaseException:
+        conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
+        conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
+        raise
+    conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
 
 
 # Built once: a statement built per call costs more than executing it.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql, sqlite
@@ -16,20 +17,28 @@ def digest(value: str | bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def claim(conn: Connection, scope: str, value: str | bytes) -> bool:
-    """True for the one caller that inserts the value first; everyone after gets False.
+def claim_all(conn: Connection, claims: Sequence[tuple[str, str | bytes]]) -> set[str]:
+    """Claim each (scope, value) pair; returns the scopes whose value was already used (empty:
+    every claim won). The caller refuses when any was used, and its transaction rolls back, so
+    a partial claim never commits.
 
     ON CONFLICT DO NOTHING rather than catching an IntegrityError: on PostgreSQL an error would
     abort the surrounding transaction, and the caller needs to go on and answer cleanly.
     """
     statement = _CLAIM[conn.dialect.name]
-    result = conn.execute(
-        statement, {"scope": scope, "digest": digest(value), "created_at": utcnow()}
-    )
-    return result.rowcount == 1
+    now = utcnow()
+    used = set()
+    for scope, value in claims:
+        inserted = conn.execute(
+            statement, {"scope": scope, "digest": digest(value), "created_at": now}
+        )
+        if inserted.rowcount != 1:
+            used.add(scope)
+    return used
 
 
-# Built once: a statement built per call costs more than executing it.
+# Built once: a statement built per call costs more than executing it. (One statement per
+# claim: a multi-row VALUES insert is compiled anew on every use.)
 _CLAIM = {
     "postgresql": postgresql.insert(single_use).on_conflict_do_nothing(
         index_elements=["scope", "digest"]
