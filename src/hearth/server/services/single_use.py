@@ -27,7 +27,7 @@ def claim_all(conn: Connection, claims: Sequence[tuple[str, str | bytes]]) -> se
     """
     statement = _CLAIM[conn.dialect.name]
     now = utcnow()
-    used = set()
+    used: set[str] = set()
     for scope, value in claims:
         inserted = conn.execute(
             statement, {"scope": scope, "digest": digest(value), "created_at": now}
