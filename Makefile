@@ -40,6 +40,7 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/python bench/adds_verify.py
 	$(VENV)/bin/python bench/arrival.py
+	$(VENV)/bin/python bench/adds_throughput.py
 
 vectors: $(STAMP)
 	$(VENV)/bin/python -m tests.vectors.generate

@@ -1,4 +1,5 @@
-"""``hearth adds``: validate, sign and name ADDS documents."""
+"""``hearth adds``: validate, sign and name ADDS documents; the object commands (keygen, publish,
+grant, open, head, provider-record, receipt, blocks) are in ``adds_objects``."""
 
 from __future__ import annotations
 
@@ -16,9 +17,13 @@ from hearth.adds.documents import sign_document
 from hearth.adds.keys import load_ed25519_private_key
 from hearth.adds.kinds import KINDS
 
+from . import adds_objects
 from .files import read_input
 
-app = typer.Typer(help="ADDS documents: validate, sign, name.", no_args_is_help=True)
+app = typer.Typer(
+    help="ADDS: validate, sign and name documents; publish, grant and open objects.",
+    no_args_is_help=True,
+)
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
 output = Console(highlight=False, soft_wrap=True)
 
@@ -164,3 +169,6 @@ def schema_command(
         raise typer.Exit(2)
     schema = resources.files("hearth.adds") / "schemas" / f"{kind}.schema.json"
     typer.echo(schema.read_text(encoding="utf-8").rstrip("\n"))
+
+
+adds_objects.register(app)

@@ -1,0 +1,84 @@
+"""bench/adds_throughput.py runs end to end: a short run exits 0 and reports every figure.
+
+Behaviour only: the figures themselves are not judged (that is what the bench is for).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "adds_throughput.py"
+SIZE = 8 * 1024 * 1024
+RUNS = [
+    "publish fsync on, workers=1",
+    "publish fsync on, workers=2",
+    "publish fsync off, workers=1",
+    "publish fsync off, workers=2",
+    "open fsync on, workers=1",
+    "cli publish",
+    "cli open",
+]
+ROW = re.compile(
+    r"^  (?P<name>\S.*?)\s+(?P<rate>\d+\.\d)\s+(?P<ratio>\d+\.\d{3})\s+(?P<seconds>\d+\.\d\d)"
+    r"\s+(?P<cpu>\d+\.\d\d)\s+(?P<rss>\d+\.\d)$",
+    re.MULTILINE,
+)
+
+
+def bench(*args: str, directory: Path, size: str = "8MiB") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCH), "--size", size, "--dir", str(directory), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_a_short_run_reports_ratios_and_peak_memory(tmp_path: Path) -> None:
+    run = bench(directory=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = {match["name"]: match for match in ROW.finditer(run.stdout)}
+    assert list(rows) == RUNS, run.stdout
+    for name, row in rows.items():
+        assert float(row["rate"]) > 0, (name, run.stdout)
+        assert float(row["rss"]) > 0, (name, run.stdout)
+    assert re.search(
+        r"limit \(one core: AES-256-GCM encrypt \+ SHA-256, 1 MiB buffers\): "
+        r"\d+\.\d MB/s",
+        run.stdout,
+    )
+    assert re.search(r"fsync on \d+\.\d MB/s, fsync off \d+\.\d MB/s", run.stdout)
+    for name in RUNS[:5]:
+        operation, setting = name.split(" ", 1)
+        pattern = (
+            rf"{operation}/limit \({setting}\) = \d+\.\d{{3}} \(goal 0\.5\): goal (met|missed)"
+        )
+        assert re.search(pattern, run.stdout), (pattern, run.stdout)
+    for name in RUNS:
+        pattern = rf"peak RSS {name} = \d+\.\d MB \(goal 100 MB\): goal (met|missed)"
+        assert re.search(pattern, run.stdout), (pattern, run.stdout)
+    assert f"object: {SIZE} bytes" in run.stdout
+    assert list(tmp_path.iterdir()) == []  # the temporary files are gone
+
+
+def test_json_summary(tmp_path: Path) -> None:
+    run = bench("--json", "--no-cli", "--chunk-size", "64KiB", directory=tmp_path, size="1MiB")
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["size"] == 1024 * 1024
+    assert summary["chunk_size"] == 64 * 1024
+    assert [r["name"] for r in summary["runs"]] == RUNS[:5]
+    assert all(r["ratio"] > 0 and r["peak_rss_mb"] > 0 for r in summary["runs"])
+    assert set(summary["io_mb_per_s"]) == {"on", "off"}
+
+
+def test_a_broken_run_exits_non_zero(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    run = bench(directory=blocked)
+    assert run.returncode != 0
