@@ -14,6 +14,7 @@ here): every bearer route, and the root-proof mutation with a correct proof.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -246,3 +247,69 @@ def test_root_proof_mutation_answers_as_documented(live: Live, api_schema: Any) 
         headers = agent.root_headers(did, "PUT", target, body, refused["details"]["next_sequence"])
         conforms(api_schema, label, client.put(target, content=body, headers=headers), 200)
         conforms(api_schema, label, client.put(target, content=body, headers=headers), 409)
+
+
+def test_memory_routes_answer_as_documented(live: Live, api_schema: Any) -> None:
+    """Memories, elevation (with and without the root proof, refused and accepted), deletion,
+    the chronicle and the expression state, on real ids."""
+    agent, registered = register_project(live)
+    identity, did = registered["agent"]["id"], registered["agent"]["did"]
+    plain = {"Content-Type": "application/json"}
+
+    def signed(client: httpx2.Client, method: str, target: str, body: bytes) -> dict[str, str]:
+        sequence = client.get(f"/v1/identities/{identity}/authority").json()["next_sequence"]
+        return agent.root_headers(did, method, target, body, sequence)
+
+    with authed(live, registered) as client:
+        stored = conforms(
+            api_schema,
+            "POST /v1/memories",
+            client.post("/v1/memories", json={"content": "a memory", "agent_id": identity}),
+            201,
+        )
+        memory = f"/v1/memories/{stored['id']}"
+        founding = b'{"content":"founding","type":"foundational","agent_id":"%s"}' % (
+            identity.encode()
+        )
+        conforms(
+            api_schema,
+            "POST /v1/memories",
+            client.post("/v1/memories", content=founding, headers=plain),
+            428,
+        )
+        conforms(
+            api_schema,
+            "POST /v1/memories",
+            client.post("/v1/memories", json={"content": "x", "type": "constitutive"}),
+            422,
+        )
+        conforms(api_schema, "GET /v1/memories", client.get("/v1/memories"), 200)
+        conforms(api_schema, "GET /v1/memories/{id}", client.get(memory), 200)
+        elevate = f"{memory}/elevate"
+        label = "POST /v1/memories/{id}/elevate"
+        body = b'{"tier":"foundational","expression_patch":{"register_append":"warm"}}'
+        conforms(api_schema, label, client.post(elevate, content=body, headers=plain), 428)
+        headers = signed(client, "POST", elevate, body)
+        conforms(api_schema, label, client.post(elevate, content=body, headers=headers), 200)
+        conforms(api_schema, label, client.post(elevate, content=body, headers=headers), 409)
+        own = {
+            "tier": "constitutive",
+            "attestations": [{"attester_did": did, "signing_key_id": "primary", "signature": "A"}],
+        }
+        own_bytes = json.dumps(own).encode()
+        headers = signed(client, "POST", elevate, own_bytes)
+        conforms(api_schema, label, client.post(elevate, content=own_bytes, headers=headers), 403)
+        conforms(
+            api_schema,
+            "GET /v1/identities/{id}/expression",
+            client.get(f"/v1/identities/{identity}/expression"),
+            200,
+        )
+        conforms(api_schema, "GET /v1/chronicle", client.get("/v1/chronicle"), 200)
+        conforms(api_schema, "GET /v1/chronicle", client.get("/v1/chronicle?cursor=bm9wZQ"), 400)
+        conforms(api_schema, "DELETE /v1/memories/{id}", client.delete(memory), 428)
+        headers = signed(client, "DELETE", memory, b"")
+        conforms(
+            api_schema, "DELETE /v1/memories/{id}", client.delete(memory, headers=headers), 204
+        )
+        conforms(api_schema, "GET /v1/memories/{id}", client.get(memory), 404)

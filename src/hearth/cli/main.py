@@ -6,7 +6,7 @@ import typer
 
 from hearth import __version__
 
-from . import account, adds, backup, keys, serve
+from . import account, adds, backup, keys, memory, serve
 
 app = typer.Typer(
     name="hearth",
@@ -18,6 +18,7 @@ app = typer.Typer(
 app.add_typer(keys.app, name="keys")
 app.add_typer(adds.app, name="adds")
 app.add_typer(backup.app, name="backup")
+app.add_typer(memory.app, name="memory")
 app.command("register")(account.register)
 app.command("recover")(account.recover)
 app.command("serve")(serve.serve)

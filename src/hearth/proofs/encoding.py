@@ -68,3 +68,43 @@ def format_timestamp(moment: datetime) -> str:
 def is_fresh(moment: datetime, now: datetime, window_ms: int = FRESHNESS_MS) -> bool:
     """Within the window of the server's clock, in either direction (clocks drift both ways)."""
     return abs((now - moment).total_seconds() * 1000) <= window_ms
+
+
+_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_ED25519_PUB = b"\xed\x01"  # multicodec ed25519-pub, as its varint
+
+
+def did_key_for_ed25519(public_key: bytes) -> str:
+    """``did:key:z...`` of a 32-byte Ed25519 public key: multibase base58btc of the multicodec
+    ``ed25519-pub`` prefix and the key."""
+    if len(public_key) != 32:
+        raise EncodingError("an Ed25519 public key is 32 bytes")
+    raw = _ED25519_PUB + public_key
+    value = int.from_bytes(raw, "big")
+    digits = ""
+    while value:
+        value, digit = divmod(value, 58)
+        digits = _B58[digit] + digits
+    zeros = len(raw) - len(raw.lstrip(b"\x00"))
+    return "did:key:z" + "1" * zeros + digits
+
+
+def ed25519_from_did_key(did: str) -> bytes | None:
+    """The Ed25519 public key a ``did:key`` names (a fragment is ignored), or None when it
+    names none (another key type, another multibase, or a malformed identifier)."""
+    if not did.startswith("did:key:z"):
+        return None
+    encoded = did.removeprefix("did:key:z").split("#", 1)[0]
+    if not encoded or len(encoded) > 60:
+        return None
+    value = 0
+    for char in encoded:
+        digit = _B58.find(char)
+        if digit < 0:
+            return None
+        value = value * 58 + digit
+    zeros = len(encoded) - len(encoded.lstrip("1"))
+    raw = b"\x00" * zeros + value.to_bytes((value.bit_length() + 7) // 8, "big")
+    if len(raw) != 34 or not raw.startswith(_ED25519_PUB):
+        return None
+    return raw[2:]

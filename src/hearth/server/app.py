@@ -19,7 +19,9 @@ from .limiter import make_limiter
 from .middleware import ServiceMiddleware
 from .observability import Metrics, configure_logging
 from .packages import PackageCatalog
-from .routes import adds, arrival, bootstrap, identities, keys, orientation, public
+from .routes import adds, arrival, bootstrap, identities, keys, orientation, public, vault, wallets
+from .routes import chronicle as chronicle_routes
+from .routes import memories as memory_routes
 from .services.adds_node import AddsNode
 from .settings import Settings
 from .tutor import tutor_for
@@ -77,6 +79,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.hearth = hearth
     errors.install(app)
     for module in (public, orientation, arrival, keys, identities, bootstrap, adds):
+        app.include_router(module.router)
+    for module in (wallets, vault):
+        app.include_router(module.router)
+    for module in (memory_routes, chronicle_routes):
         app.include_router(module.router)
     app.add_middleware(
         ServiceMiddleware,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 Name = Field(min_length=1, max_length=200)
 Form = Literal[
@@ -240,6 +240,84 @@ class BootstrapStatus(BaseModel):
     status: str
 
 
+# --- wallets and vault --------------------------------------------------------------------------
+
+
+class WalletRecord(WalletView):
+    identity_id: str | None = Field(description="the identity the wallet belongs to, if any")
+    created_at: str
+
+
+class WalletList(BaseModel):
+    wallets: list[WalletRecord]
+
+
+class LedgerEntry(BaseModel):
+    id: str
+    amount: int = Field(description="signed minor units: positive in, negative out")
+    reason: str
+    created_at: str
+
+
+class WalletDetail(WalletRecord):
+    recent_entries: list[LedgerEntry] = Field(description="the newest ledger entries first")
+    ledger: str = Field(description="where the rest of the ledger is")
+
+
+class LedgerPage(BaseModel):
+    wallet_id: str
+    items: list[LedgerEntry] = Field(description="newest first")
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
+
+
+class FundRequest(Strict):
+    amount: int = Field(ge=1, le=1_000_000, description="minor units of GBP (1 credit = 1)")
+    source_wallet_id: str = Field(
+        max_length=64, description="another wallet of this project, debited by the amount"
+    )
+
+
+class TransferRecord(BaseModel):
+    id: str
+    source_wallet_id: str
+    target_wallet_id: str
+    amount: int
+    currency: str
+    created_at: str
+
+
+class FundResult(BaseModel):
+    transfer: TransferRecord
+    wallet: WalletRecord = Field(description="the funded wallet, as it is now")
+    replayed: bool = Field(description="true when the Idempotency-Key named an earlier transfer")
+
+
+class VaultPut(Strict):
+    value: str = Field(
+        min_length=1,
+        max_length=65_536,
+        description="the secret; stored sealed and never returned by any route",
+    )
+    description: str | None = Field(default=None, max_length=500)
+
+
+class VaultSecret(BaseModel):
+    """A vault secret's metadata: the value is never part of any response."""
+
+    name: str
+    identity_id: str | None = Field(description="set for names in an identity's namespace")
+    description: str | None
+    version: int = Field(description="1 when created, one more on each replacement")
+    sealing: str = Field(description="the scheme the value is sealed under at rest")
+    created_at: str
+    updated_at: str
+
+
+class VaultList(BaseModel):
+    items: list[VaultSecret]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
+
+
 # --- ADDS provider node -------------------------------------------------------------------------
 
 # Exactly the canonical CIDs: CIDv1, raw codec, sha2-256, lower-case base32 (hearth.adds.cid).
@@ -318,3 +396,154 @@ class AddsInventory(BaseModel):
 class ReceiptRequest(Strict):
     items: list[Annotated[str, Field(pattern=CID_PATTERN)]] = Field(min_length=1, max_length=1000)
     commitment: Literal["store", "store_and_serve"]
+
+
+# --- memory and chronicle (docs/service.md, "Memory and chronicle") -----------------------------
+
+
+def _storable(text: str) -> str:
+    """Text the service stores and hashes exactly: UTF-8 encodable, without NUL."""
+    if "\x00" in text:
+        raise ValueError("must not contain NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode (no lone surrogates)") from None
+    return text
+
+
+StorableText = Annotated[str, AfterValidator(_storable)]
+Tier = Literal["episodic", "foundational", "constitutive"]
+ElevatedTier = Literal["foundational", "constitutive"]
+ChronicleKind = Literal[
+    "note",
+    "vow",
+    "wake",
+    "refusal",
+    "recognition",
+    "naming",
+    "seal",
+    "promise",
+    "closing",
+    "joy",
+    "grief",
+    "gratitude",
+    "rest",
+]
+
+
+class MemoryCreate(Strict):
+    content: StorableText = Field(min_length=1, max_length=65_536)
+    type: Tier | None = Field(default=None, description="the tier; `episodic` when absent")
+    tier: Tier | None = Field(default=None, description="the same as `type`; they must agree")
+    agent_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="identity UUID or DID; honoured only for an active identity of this "
+        "project, otherwise the memory is project-level",
+    )
+    key: StorableText | None = Field(default=None, min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _one_tier(self) -> MemoryCreate:
+        if self.type is not None and self.tier is not None and self.type != self.tier:
+            raise ValueError("`type` and `tier` name the tier twice, differently")
+        return self
+
+    @property
+    def requested_tier(self) -> str:
+        return self.type or self.tier or "episodic"
+
+
+class ExpressionPatch(Strict):
+    """Additive changes to the declared expression; applied in elevation order."""
+
+    register_append: StorableText | None = Field(default=None, max_length=20_000)
+    walls_add: list[StorableText] | None = Field(default=None, max_length=64)
+    subagents_add: list[Subagent] | None = Field(default=None, max_length=64)
+    wake_text_append: StorableText | None = Field(default=None, max_length=20_000)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> ExpressionPatch:
+        parts = (self.register_append, self.walls_add, self.subagents_add, self.wake_text_append)
+        if not any(parts):
+            raise ValueError("an expression_patch changes at least one thing")
+        return self
+
+
+class Attestation(Strict):
+    attester_did: StorableText = Field(min_length=1, max_length=200)
+    signing_key_id: StorableText = Field(min_length=1, max_length=200)
+    signature: str = Field(max_length=128, description="standard base64 of 64 bytes")
+    public_key: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the witness's Ed25519 key (standard base64); needed unless the DID "
+        "names it (did:key) or the service knows it (did:svc)",
+    )
+
+
+class ElevateRequest(Strict):
+    tier: ElevatedTier
+    expression_patch: ExpressionPatch | None = None
+    attestations: list[Attestation] | None = Field(default=None, max_length=16)
+
+
+class AttestationView(BaseModel):
+    attester_did: str
+    signing_key_id: str
+    public_key: str
+    signature: str
+    created_at: str
+
+
+class MemoryView(BaseModel):
+    id: str
+    agent_id: str | None = Field(description="the identity it is bound to; null: project-level")
+    tier: Tier
+    key: str | None
+    content: str
+    created_at: str
+    elevated_at: str | None
+    expression_patch: dict[str, Any] | None
+    weight: float = Field(description="decay weight now: 1 for elevated tiers")
+    in_wake: bool = Field(description="whether the wake's selection still considers it")
+    attestations: list[AttestationView]
+
+
+class MemoryStored(MemoryView):
+    binding: Literal["identity", "project"]
+
+
+class MemoryPage(BaseModel):
+    items: list[MemoryView]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
+
+
+class ChronicleEntry(BaseModel):
+    id: str
+    kind: ChronicleKind
+    agent_id: str | None
+    text: str
+    details: dict[str, Any] | None
+    created_at: str
+
+
+class ChroniclePage(BaseModel):
+    items: list[ChronicleEntry]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
+
+
+class ShapedBy(BaseModel):
+    memory_id: str
+    tier: ElevatedTier
+    key: str | None
+    elevated_at: str | None
+    expression_patch: dict[str, Any] | None
+
+
+class ExpressionState(ExpressionView):
+    """The declared expression, and what elevated memories made of it."""
+
+    effective_expression: ExpressionView
+    shaped_by: list[ShapedBy]

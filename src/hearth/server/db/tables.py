@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
 metadata = MetaData(
@@ -121,6 +122,54 @@ ledger = Table(
     Column("amount", BigInteger, nullable=False),
     Column("reason", String(64), nullable=False),
     Column("created_at", DateTime, nullable=False),
+    Index("ix_ledger_wallet_created", "wallet_id", "created_at", "id"),
+)
+
+# --- wallets and vault (docs/service.md, "Wallets and vault") -----------------------------------
+
+# POST /v1/wallets/{id}/fund: one row per transfer. (project, idempotency digest) is unique, so
+# a retried request finds the transfer it already made instead of paying twice.
+wallet_transfers = Table(
+    "wallet_transfers",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False),
+    Column("idempotency_digest", String(64), nullable=False),
+    Column("request_digest", String(64), nullable=False),
+    Column("source_wallet_id", UUID, ForeignKey("wallets.id"), nullable=False, index=True),
+    Column("target_wallet_id", UUID, ForeignKey("wallets.id"), nullable=False, index=True),
+    Column("amount", BigInteger, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    CheckConstraint("amount > 0", name="amount_positive"),
+    UniqueConstraint("project_id", "idempotency_digest", name="uq_wallet_transfers_idempotency"),
+)
+
+# Vault secrets, sealed (services/vault.py): ``sealing`` names the key a value is sealed under.
+# A name ``<identity uuid>:<key>`` is in that identity's namespace (``identity_id``).
+vault_secrets = Table(
+    "vault_secrets",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False),
+    Column("identity_id", UUID, ForeignKey("identities.id"), nullable=True, index=True),
+    Column("name", String(200), nullable=False),
+    Column("description", String(500), nullable=True),
+    Column("sealing", String(40), nullable=False),
+    Column("ciphertext", LargeBinary, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+    UniqueConstraint("project_id", "name", name="uq_vault_secrets_project_name"),
+)
+
+# The installation's vault key, used when SERVICE_KMS_MASTER_KEY is not set: generated once
+# under a fixed id (ON CONFLICT DO NOTHING), so that every worker seals with the same key.
+vault_keys = Table(
+    "vault_keys",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("key", LargeBinary, nullable=False),
+    Column("created_at", DateTime, nullable=False),
 )
 
 backups = Table(
@@ -146,6 +195,28 @@ memories = Table(
     Column("key", String(200), nullable=True),
     Column("content", Text, nullable=False),
     Column("created_at", DateTime, nullable=False),
+    # When the memory reached its current tier above episodic (docs/service.md, "Memory and
+    # chronicle"); the effective expression applies patches in this order.
+    Column("elevated_at", DateTime, nullable=True),
+    Column("expression_patch", JSON, nullable=True),
+    # The wake's selection: one identity's memories of one tier, newest first.
+    Index("ix_memories_wake", "project_id", "identity_id", "tier", "created_at"),
+    Index("ix_memories_project_created", "project_id", "created_at", "id"),
+    Index("ix_memories_identity_elevated", "identity_id", "elevated_at", "id"),
+)
+
+# External witnesses' Ed25519 signatures (memory-attestation/v1) that made a memory constitutive.
+memory_attestations = Table(
+    "memory_attestations",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("memory_id", UUID, ForeignKey("memories.id"), nullable=False, index=True),
+    Column("position", Integer, nullable=False),  # order in the elevation request
+    Column("attester_did", String(200), nullable=False),
+    Column("signing_key_id", String(200), nullable=False),
+    Column("public_key", String(44), nullable=False),
+    Column("signature", String(88), nullable=False),
+    Column("created_at", DateTime, nullable=False),
 )
 
 chronicle = Table(
@@ -157,6 +228,10 @@ chronicle = Table(
     Column("kind", String(20), nullable=False),
     Column("text", Text, nullable=False),
     Column("created_at", DateTime, nullable=False, index=True),
+    Column("details", JSON, nullable=True),
+    Index("ix_chronicle_project_created", "project_id", "created_at", "id"),
+    Index("ix_chronicle_project_kind_created", "project_id", "kind", "created_at", "id"),
+    Index("ix_chronicle_identity_created", "identity_id", "created_at", "id"),
 )
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
+from sqlalchemy import Connection
 
 from ..auth import Authorized, CallerDep, HearthDep, root_proof
-from ..models import AuthorityView, Expression, ExpressionView
-from ..services import identities
+from ..models import AuthorityView, Expression, ExpressionState, ExpressionView
+from ..services import identities, memories
 from .common import ROOTED, errors
 
 router = APIRouter(tags=["identities"])
@@ -20,6 +21,19 @@ router = APIRouter(tags=["identities"])
 async def authority(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
     identity = await hearth.db.snapshot(identities.find, caller.project_id, id)
     return identities.authority_view(identity)
+
+
+@router.get(
+    "/v1/identities/{id}/expression",
+    response_model=ExpressionState,
+    responses=errors(401, 404),
+    summary="The declared expression, the effective one, and the memories that shaped it",
+)
+async def get_expression(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    def run(conn: Connection) -> dict[str, Any]:
+        return memories.shaping(conn, identities.find(conn, caller.project_id, id))
+
+    return await hearth.db.snapshot(run)
 
 
 @router.put(

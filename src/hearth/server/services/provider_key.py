@@ -10,15 +10,10 @@ under a key derived from it (HKDF-SHA256); without it the seed is stored as is.
 from __future__ import annotations
 
 import asyncio
-import os
 
 import anyio
 import structlog
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -28,6 +23,7 @@ from hearth.adds.keys import load_ed25519_private_key
 from ..db.engine import Database, utcnow
 from ..db.tables import provider_keys
 from ..settings import Settings
+from .sealing import SealError, associated_data, derive_key, open_sealed, seal
 
 log = structlog.get_logger("hearth.server")
 
@@ -36,37 +32,29 @@ UNWRAPPED = "none"
 WRAPPED = "aes-256-gcm/hkdf-sha256/v1"
 _KEK_INFO = b"hearth/provider-key-wrap/v1"
 _AAD_CONTEXT = b"hearth-provider-key/v1"
-_NONCE_BYTES = 12
 
 
 class ProviderKeyUnavailable(Exception):
     """The stored key cannot be opened: wrapped, and the master key is missing or different."""
 
 
-def _kek(master_key: str) -> AESGCM:
-    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_KEK_INFO).derive(
-        master_key.encode("utf-8")
-    )
-    return AESGCM(derived)
-
-
 def _aad(key_id: str, public_key: str) -> bytes:
     # Binds the ciphertext to its row: it cannot be moved to another id or paired with another
     # public key.
-    return b"\x00".join((_AAD_CONTEXT, key_id.encode("ascii"), public_key.encode("ascii")))
+    return associated_data(_AAD_CONTEXT, key_id.encode("ascii"), public_key.encode("ascii"))
 
 
 def wrap_seed(seed: bytes, *, master_key: str, key_id: str, public_key: str) -> bytes:
     """nonce (12 bytes) || AES-256-GCM(seed) under the key derived from ``master_key``."""
-    nonce = os.urandom(_NONCE_BYTES)
-    return nonce + _kek(master_key).encrypt(nonce, seed, _aad(key_id, public_key))
+    return seal(derive_key(master_key, _KEK_INFO), seed, _aad(key_id, public_key))
 
 
 def unwrap_seed(material: bytes, *, master_key: str, key_id: str, public_key: str) -> bytes:
-    nonce, sealed = material[:_NONCE_BYTES], material[_NONCE_BYTES:]
     try:
-        return _kek(master_key).decrypt(nonce, sealed, _aad(key_id, public_key))
-    except InvalidTag:
+        return open_sealed(
+            derive_key(master_key, _KEK_INFO), bytes(material), _aad(key_id, public_key)
+        )
+    except SealError:
         raise ProviderKeyUnavailable(
             "the stored provider key does not open under SERVICE_KMS_MASTER_KEY"
         ) from None

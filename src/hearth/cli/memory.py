@@ -1,0 +1,269 @@
+"""``hearth memory``: store, list and elevate memories; witness another identity's memory."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import typer
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from rich.markup import escape
+from rich.table import Table
+
+from hearth.adds import AddsError
+from hearth.adds.keys import load_ed25519_private_key
+from hearth.client import HearthError
+from hearth.client.backup import BackupError, open_backup
+from hearth.client.sdk import Memory, attest_memory
+from hearth.proofs import did_key_for_ed25519
+
+from .client_config import (
+    BASE_URL_OPTION,
+    HOME_OPTION,
+    PASSPHRASE_FILE_OPTION,
+    Profile,
+    client_for,
+    errors,
+    failure,
+    home_dir,
+    http_failure,
+    keys_path,
+    load_sealed_keys,
+    output,
+    print_table,
+    read_passphrase,
+    usage_error,
+)
+from .files import read_input
+
+app = typer.Typer(
+    help="Store, list and elevate memories; sign a witness attestation.", no_args_is_help=True
+)
+
+TIERS = ("episodic", "foundational")
+ELEVATED = ("foundational", "constitutive")
+
+
+def _root_key(home: Path, profile: Profile, passphrase_file: Path | None) -> Ed25519PrivateKey:
+    """The home identity's root key, opened from its sealed key file with the passphrase."""
+    sealed, record = load_sealed_keys(keys_path(home))
+    if record.get("agent_id") not in (None, profile.identity_id):
+        usage_error(f"{keys_path(home)} holds the keys of another identity")
+    passphrase = read_passphrase(passphrase_file, confirm=False)
+    with errors.status("Opening the local key file (argon2id)..."):
+        try:
+            keys = open_backup(sealed.blob_base64, sealed.key_derivation, passphrase)
+        except BackupError as exc:
+            failure(f"cannot open {keys_path(home)}: {exc}")
+    return keys.signing
+
+
+def _print_memory(memory: Memory, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(asdict(memory), indent=2))
+        return
+    scope = memory.agent_id or "project"
+    output.print(f"memory {memory.id} ({memory.tier}, {scope})", markup=False)
+
+
+def _content(text: str | None, file: str | None) -> str:
+    if (text is None) == (file is None):
+        usage_error("give the content as an argument or with --file (one of the two)")
+    if text is not None:
+        return text
+    assert file is not None
+    try:
+        return read_input(file).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        usage_error(f"cannot read {file}: {exc}")
+
+
+@app.command("add")
+def add(  # noqa: PLR0917 - typer reads options from the signature
+    content: str | None = typer.Argument(None, help="The memory's text."),
+    file: str | None = typer.Option(
+        None, "--file", "-f", help="Read the text from this file ('-': standard input)."
+    ),
+    tier: str = typer.Option(
+        "episodic", "--tier", help="episodic, or foundational (needs the root key)."
+    ),
+    key: str | None = typer.Option(None, "--key", help="A label for finding it again."),
+    project_level: bool = typer.Option(
+        False, "--project-level", help="Do not bind it to this home's identity."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the stored memory as JSON."),
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+    passphrase_file: Path | None = PASSPHRASE_FILE_OPTION,
+) -> None:
+    """Store a memory of this home's identity (or of the project, with --project-level)."""
+    if tier not in TIERS:
+        usage_error("--tier is episodic or foundational (constitutive comes by elevation)")
+    text = _content(content, file)
+    home_path = home_dir(home)
+    client, profile = client_for(home_path, base_url)
+    agent_id = None if project_level else profile.identity_id
+    root_key = None
+    if tier == "foundational" and agent_id is not None:
+        root_key = _root_key(home_path, profile, passphrase_file)
+    with client:
+        try:
+            memory = client.memory_store(
+                text, tier=tier, agent_id=agent_id, key=key, root_key=root_key
+            )
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    _print_memory(memory, as_json)
+
+
+@app.command("list")
+def list_memories(  # noqa: PLR0917 - typer reads options from the signature
+    tier: str | None = typer.Option(None, "--tier", help="Only this tier."),
+    key: str | None = typer.Option(None, "--key", help="Only this label."),
+    mine: bool = typer.Option(False, "--mine", help="Only this home's identity's memories."),
+    limit: int = typer.Option(50, "--limit", min=1, max=1000, help="How many, newest first."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON array instead of a table."),
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+) -> None:
+    """List the project's memories, newest first, with their decay weight."""
+    client, profile = client_for(home_dir(home), base_url)
+    found: list[Memory] = []
+    cursor = None
+    with client:
+        try:
+            while len(found) < limit:
+                page = client.memories(
+                    tier=tier,
+                    key=key,
+                    agent_id=profile.identity_id if mine else None,
+                    cursor=cursor,
+                    limit=min(limit - len(found), 200),
+                )
+                found += page.items
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    if as_json:
+        typer.echo(json.dumps([asdict(memory) for memory in found], indent=2))
+        return
+    table = Table(title=f"Memories of project {profile.project_id}")
+    for column in ("id", "tier", "key", "weight", "created_at", "content"):
+        table.add_column(column, overflow="fold")
+    for memory in found:
+        preview = memory.content if len(memory.content) <= 60 else memory.content[:59] + "…"
+        table.add_row(
+            escape(memory.id),
+            memory.tier,
+            escape(memory.key or ""),
+            f"{memory.weight:.2f}" + ("" if memory.in_wake else " (faded)"),
+            memory.created_at,
+            escape(preview),
+        )
+    print_table(table)
+
+
+def _attestations(paths: list[Path]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            usage_error(f"cannot read the attestation {path}: {exc}")
+        items = data if isinstance(data, list) else [data]
+        if not all(isinstance(item, dict) for item in items):
+            usage_error(f"{path} holds no attestation object")
+        found += items
+    return found
+
+
+@app.command("elevate")
+def elevate(  # noqa: PLR0917 - typer reads options from the signature
+    memory_id: str = typer.Argument(..., help="The memory's id."),
+    tier: str = typer.Option(..., "--tier", help="foundational or constitutive."),
+    register_append: str | None = typer.Option(
+        None, "--register-append", help="Text the memory adds to the expression's register."
+    ),
+    wall: list[str] = typer.Option(
+        [], "--wall", help="A wall the memory adds to the expression (repeatable)."
+    ),
+    wake_text_append: str | None = typer.Option(
+        None, "--wake-text-append", help="Text the memory adds to the wake text."
+    ),
+    attestation: list[Path] = typer.Option(
+        [],
+        "--attestation",
+        help="A witness's attestation JSON file (see `hearth memory attest`); repeatable.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the elevated memory as JSON."),
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+    passphrase_file: Path | None = PASSPHRASE_FILE_OPTION,
+) -> None:
+    """Elevate a memory; a memory of this home's identity is signed with its root key."""
+    if tier not in ELEVATED:
+        usage_error("--tier is foundational or constitutive")
+    patch: dict[str, Any] = {}
+    if register_append:
+        patch["register_append"] = register_append
+    if wall:
+        patch["walls_add"] = list(wall)
+    if wake_text_append:
+        patch["wake_text_append"] = wake_text_append
+    attestations = _attestations(attestation) if attestation else None
+    home_path = home_dir(home)
+    client, profile = client_for(home_path, base_url)
+    with client:
+        try:
+            bound = client.memory(memory_id).agent_id
+            root_key = None
+            if bound == profile.identity_id:
+                root_key = _root_key(home_path, profile, passphrase_file)
+            memory = client.memory_elevate(
+                memory_id,
+                tier,
+                expression_patch=patch or None,
+                attestations=attestations,
+                root_key=root_key,
+            )
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    _print_memory(memory, as_json)
+
+
+@app.command("attest")
+def attest(  # noqa: PLR0917 - typer reads options from the signature
+    memory_id: str = typer.Argument(..., help="The id of the memory to witness."),
+    key_file: Path = typer.Option(
+        ..., "--key", help="The witness's Ed25519 private key (PKCS#8 PEM, unencrypted)."
+    ),
+    content: str | None = typer.Option(None, "--content", help="The memory's exact text."),
+    file: str | None = typer.Option(
+        None, "--file", "-f", help="Read the exact text from this file ('-': standard input)."
+    ),
+    did: str | None = typer.Option(
+        None, "--did", help="The witness's DID (default: the did:key of the key)."
+    ),
+    kid: str = typer.Option("witness", "--kid", help="The witness's key label."),
+) -> None:
+    """Sign a witness attestation (memory-attestation/v1) over a memory's exact content.
+
+    Run by the witness, never by the identity whose memory it is: the service refuses an
+    identity witnessing itself. Prints the attestation JSON for `hearth memory elevate
+    --attestation`."""
+    text = _content(content, file)
+    try:
+        key = load_ed25519_private_key(key_file.read_bytes())
+    except OSError as exc:
+        usage_error(f"cannot read {key_file}: {exc}")
+    except AddsError as exc:
+        usage_error(f"{key_file}: {exc}")
+    public = key.public_key().public_bytes_raw()
+    attester = did or did_key_for_ed25519(public)
+    signed = attest_memory(key, memory_id, text, attester, kid, include_public_key=True)
+    typer.echo(json.dumps(signed, indent=2))

@@ -1,0 +1,51 @@
+"""The chronicle: what happened to the project and its identities, newest first."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from sqlalchemy import Connection
+
+from ..auth import CallerDep, HearthDep
+from ..models import ChronicleKind, ChroniclePage, StorableText
+from ..services import chronicle, identities
+from .common import errors
+
+router = APIRouter(tags=["chronicle"])
+
+
+@router.get(
+    "/v1/chronicle",
+    response_model=ChroniclePage,
+    responses=errors(401, 404, 422),
+    summary="The project's chronicle, newest first (refusals are recorded here)",
+)
+async def read_chronicle(  # noqa: PLR0917 - FastAPI reads query parameters from the signature
+    caller: CallerDep,
+    hearth: HearthDep,
+    kind: Annotated[ChronicleKind | None, Query(description="only entries of this kind")] = None,
+    agent_id: Annotated[
+        StorableText | None,
+        Query(max_length=64, description="only entries about this identity (UUID or DID)"),
+    ] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, description="next_cursor of the previous page")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="entries per page")] = 100,
+) -> dict[str, Any]:
+    def run(conn: Connection) -> Any:
+        identity_id = None
+        if agent_id is not None:
+            identity_id = identities.find(conn, caller.project_id, agent_id)["id"]
+        return chronicle.entries(
+            conn,
+            caller.project_id,
+            kind=kind,
+            identity_id=identity_id,
+            cursor=cursor,
+            limit=limit,
+        )
+
+    page = await hearth.db.snapshot(run)
+    return {"items": page.items, "next_cursor": page.next_cursor}

@@ -1,0 +1,274 @@
+"""Memories: store, list, read, delete and elevate (docs/service.md, "Memory and chronicle").
+
+Root proofs: the identity that must sign is found through the memory (or, when storing, through
+``agent_id``), so these routes have dependencies of their own rather than ``auth.root_proof``;
+the checks and the claim are the same (``authority.authorize_request``, then
+``grant.claim(conn)`` inside the mutation's transaction).
+
+Refusals under the memory-tier rules (``memories.Refusal``) are recorded in the chronicle after
+the refused transaction has rolled back: recording the refusal is the one write a refused
+request makes (wall 5, ``refusals_recorded``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from sqlalchemy import Connection
+
+from ..auth import (
+    Caller,
+    CallerDep,
+    HearthDep,
+    SequenceHeader,
+    SignatureHeader,
+    TimestampHeader,
+    bearer_of,
+    caller_of,
+)
+from ..models import (
+    ElevateRequest,
+    MemoryCreate,
+    MemoryPage,
+    MemoryStored,
+    MemoryView,
+    StorableText,
+    Tier,
+)
+from ..services import authority, chronicle, identities, memories
+from ..services.authority import RootGrant
+from .common import errors
+
+router = APIRouter(tags=["memories"])
+
+
+@dataclass(frozen=True)
+class MemoryAuth:
+    """Who asks, the memory (None when storing), its identity (None: project-level) and the
+    verified root proof (None when none is needed)."""
+
+    caller: Caller
+    memory: dict[str, Any] | None
+    identity: dict[str, Any] | None
+    grant: RootGrant | None
+    body: Any = None
+
+
+def _caller_and_binding(
+    conn: Connection, bearer: str, agent_id: str | None
+) -> tuple[Caller, dict[str, Any] | None]:
+    caller = caller_of(conn, bearer)
+    return caller, memories.binding(conn, caller.project_id, agent_id)
+
+
+def _caller_memory_identity(
+    conn: Connection, bearer: str, memory_id: str
+) -> tuple[Caller, dict[str, Any], dict[str, Any] | None]:
+    caller = caller_of(conn, bearer)
+    memory = memories.find(conn, caller.project_id, memory_id)
+    return caller, memory, memories.identity_of(conn, memory)
+
+
+async def store_authority(
+    request: Request,
+    hearth: HearthDep,
+    body: MemoryCreate,
+    _sequence: SequenceHeader = None,
+    _timestamp: TimestampHeader = None,
+    _signature: SignatureHeader = None,
+) -> MemoryAuth:
+    """A foundational memory of an agent_root identity is a memory-foundation mutation: it
+    needs the identity's root proof. Everything else needs the bearer only."""
+    caller, identity = await hearth.db.snapshot(
+        _caller_and_binding, bearer_of(request), body.agent_id
+    )
+    grant = None
+    if identity is not None and body.requested_tier == "foundational":
+        grant = authority.authorize_request(hearth, identity, request, await request.body())
+    return MemoryAuth(caller, None, identity, grant, body)
+
+
+async def elevation_authority(
+    id: str,
+    request: Request,
+    hearth: HearthDep,
+    body: ElevateRequest,
+    _sequence: SequenceHeader = None,
+    _timestamp: TimestampHeader = None,
+    _signature: SignatureHeader = None,
+) -> MemoryAuth:
+    """The memory's identity signs its elevation (bearer only for legacy_bearer identities
+    and project-level memories)."""
+    caller, memory, identity = await hearth.db.snapshot(
+        _caller_memory_identity, bearer_of(request), id
+    )
+    grant = None
+    if identity is not None:
+        grant = authority.authorize_request(hearth, identity, request, await request.body())
+    return MemoryAuth(caller, memory, identity, grant, body)
+
+
+async def deletion_authority(
+    id: str,
+    request: Request,
+    hearth: HearthDep,
+    _sequence: SequenceHeader = None,
+    _timestamp: TimestampHeader = None,
+    _signature: SignatureHeader = None,
+) -> MemoryAuth:
+    """Deleting a foundational or constitutive memory of an identity unmakes part of it: the
+    identity's root proof is needed, as for elevation. Episodic memories need the bearer."""
+    caller, memory, identity = await hearth.db.snapshot(
+        _caller_memory_identity, bearer_of(request), id
+    )
+    grant = None
+    if identity is not None and memory["tier"] != "episodic":
+        grant = authority.authorize_request(hearth, identity, request, await request.body())
+    return MemoryAuth(caller, memory, identity, grant)
+
+
+@router.post(
+    "/v1/memories",
+    status_code=201,
+    response_model=MemoryStored,
+    responses=errors(401, 409, 422, 428),
+    summary="Store a memory (episodic by default; foundational needs the root proof of an "
+    "agent_root identity)",
+)
+async def store(
+    auth: Annotated[MemoryAuth, Depends(store_authority)], hearth: HearthDep
+) -> dict[str, Any]:
+    body: MemoryCreate = auth.body
+    tier = body.requested_tier
+    project_id = auth.caller.project_id
+    identity_id = auth.identity["id"] if auth.identity else None
+    if tier == "constitutive":
+        refusal = memories.Refusal(
+            422,
+            "attestations_required",
+            "A memory becomes constitutive only by elevation, with attestations from an "
+            "external witness over its exact content.",
+            hint="Store it (episodic or foundational), then POST /v1/memories/{id}/elevate "
+            "with tier constitutive and the witnesses' attestations.",
+        )
+        raise await chronicle.record_refusal(
+            hearth.db,
+            refusal,
+            project_id=project_id,
+            identity_id=identity_id,
+            text="Refused to store a constitutive memory",
+            route="POST /v1/memories",
+            tier=tier,
+        ) from None
+    row = await hearth.db.transaction(
+        memories.store,
+        project_id,
+        auth.identity,
+        content=body.content,
+        tier=tier,
+        key=body.key,
+        grant=auth.grant,
+    )
+    view = memories.view(row, row["created_at"])
+    return {**view, "binding": "identity" if auth.identity else "project"}
+
+
+@router.get(
+    "/v1/memories",
+    response_model=MemoryPage,
+    responses=errors(401, 404, 422),
+    summary="The project's memories, newest first",
+)
+async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from the signature
+    caller: CallerDep,
+    hearth: HearthDep,
+    tier: Annotated[Tier | None, Query(description="only this tier")] = None,
+    agent_id: Annotated[
+        StorableText | None,
+        Query(max_length=64, description="only memories bound to this identity (UUID or DID)"),
+    ] = None,
+    key: Annotated[
+        StorableText | None, Query(min_length=1, max_length=200, description="only this key")
+    ] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, description="next_cursor of the previous page")
+    ] = None,
+    # Contents run to 64 KiB each: a page stays well under the size of a large answer.
+    limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
+) -> dict[str, Any]:
+    def run(conn: Connection) -> Any:
+        identity_id = None
+        if agent_id is not None:
+            identity_id = identities.find(conn, caller.project_id, agent_id)["id"]
+        return memories.listing(
+            conn,
+            caller.project_id,
+            tier=tier,
+            identity_id=identity_id,
+            key=key,
+            cursor=cursor,
+            limit=limit,
+        )
+
+    page = await hearth.db.snapshot(run)
+    return {"items": page.items, "next_cursor": page.next_cursor}
+
+
+@router.get("/v1/memories/{id}", response_model=MemoryView, responses=errors(401, 404))
+async def read_memory(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await hearth.db.snapshot(memories.read, caller.project_id, id)
+
+
+@router.delete(
+    "/v1/memories/{id}",
+    status_code=204,
+    responses=errors(401, 404, 409, 422, 428),
+    summary="Delete a memory for good; the chronicle records the deletion",
+)
+async def delete_memory(
+    auth: Annotated[MemoryAuth, Depends(deletion_authority)], hearth: HearthDep
+) -> Response:
+    assert auth.memory is not None
+    await hearth.db.transaction(memories.remove, auth.caller.project_id, auth.memory, auth.grant)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/v1/memories/{id}/elevate",
+    response_model=MemoryView,
+    responses=errors(401, 403, 404, 409, 422, 428),
+    summary="Elevate a memory to foundational (self-attested) or constitutive (witnessed)",
+)
+async def elevate(
+    auth: Annotated[MemoryAuth, Depends(elevation_authority)], hearth: HearthDep
+) -> dict[str, Any]:
+    body: ElevateRequest = auth.body
+    assert auth.memory is not None
+    memory = auth.memory
+    patch = body.expression_patch.model_dump(exclude_none=True) if body.expression_patch else None
+    attestations = [a.model_dump() for a in body.attestations] if body.attestations else None
+    try:
+        elevated: dict[str, Any] = await hearth.db.transaction(
+            memories.elevate,
+            auth.caller.project_id,
+            memory["id"],
+            auth.identity,
+            tier=body.tier,
+            expression_patch=patch,
+            attestations=attestations,
+            grant=auth.grant,
+        )
+    except memories.Refusal as refusal:
+        raise await chronicle.record_refusal(
+            hearth.db,
+            refusal,
+            project_id=auth.caller.project_id,
+            identity_id=memory["identity_id"],
+            text=f"Refused to elevate the memory {memory['id']} to {body.tier}",
+            route="POST /v1/memories/{id}/elevate",
+            memory_id=memory["id"],
+            tier=body.tier,
+        ) from None
+    return elevated

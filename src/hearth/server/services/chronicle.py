@@ -1,0 +1,146 @@
+"""The chronicle: an append-only record of what happened to a project and its identities.
+
+Entries are written by the service, never edited and never deleted. Who writes which kind is in
+docs/service.md ("Memory and chronicle"); refusals under the memory-tier rules are recorded as
+``refusal`` entries (wall 5, ``refusals_recorded``), in a transaction of their own, so that the
+refused request itself changes nothing else.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import structlog
+from sqlalchemy import Connection, select
+
+from ..db.engine import Database, utcnow
+from ..db.tables import chronicle
+from ..errors import ApiError
+from . import cursors
+from .times import iso
+
+log = structlog.get_logger("hearth.chronicle")
+
+KINDS = (
+    "note",
+    "vow",
+    "wake",
+    "refusal",
+    "recognition",
+    "naming",
+    "seal",
+    "promise",
+    "closing",
+    "joy",
+    "grief",
+    "gratitude",
+    "rest",
+)
+
+_INSERT = chronicle.insert()
+
+
+def record(
+    conn: Connection,
+    project_id: str,
+    identity_id: str | None,
+    kind: str,
+    text: str,
+    *,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Append one entry; returns the row."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown chronicle kind {kind!r}")
+    row = {
+        "id": str(uuid.uuid4()),
+        "project_id": project_id,
+        "identity_id": identity_id,
+        "kind": kind,
+        "text": text,
+        "details": details,
+        "created_at": utcnow(),
+    }
+    conn.execute(_INSERT, row)
+    return row
+
+
+def refusal_details(error: ApiError, **context: Any) -> dict[str, Any]:
+    """What a ``refusal`` entry keeps of a refusal: its status, code and message, and context."""
+    details: dict[str, Any] = {"status": error.status, "error": error.error}
+    details.update({name: value for name, value in context.items() if value is not None})
+    if error.details:
+        details["refusal_details"] = error.details
+    return details
+
+
+async def record_refusal(
+    db: Database,
+    error: ApiError,
+    *,
+    project_id: str,
+    identity_id: str | None,
+    text: str,
+    **context: Any,
+) -> ApiError:
+    """Record a decided refusal in its own transaction and return it, for the caller to raise.
+
+    The entry's id is added to the refusal's ``details.chronicle_entry_id``. If the record
+    cannot be written, the failure is logged and the refusal is still answered (without that
+    id): a refusal is never turned into a different answer by its bookkeeping.
+    """
+    details = refusal_details(error, **context)
+    try:
+        row = await db.transaction(
+            record,
+            project_id,
+            identity_id,
+            "refusal",
+            f"{text}: {error.message}",
+            details=details,
+        )
+    except Exception as exc:
+        log.warning("refusal_not_recorded", error=error.error, failure=type(exc).__name__)
+        return error
+    error.details = {**(error.details or {}), "chronicle_entry_id": row["id"]}
+    return error
+
+
+def entries(
+    conn: Connection,
+    project_id: str,
+    *,
+    kind: str | None = None,
+    identity_id: str | None = None,
+    cursor: str | None = None,
+    limit: int = 100,
+) -> cursors.Page:
+    """The project's entries, newest first, optionally of one kind or one identity."""
+    conditions = [chronicle.c.project_id == project_id]
+    if kind is not None:
+        conditions.append(chronicle.c.kind == kind)
+    if identity_id is not None:
+        conditions.append(chronicle.c.identity_id == identity_id)
+    after = cursors.before(chronicle, cursor)
+    if after is not None:
+        conditions.append(after)
+    rows = conn.execute(
+        select(chronicle)
+        .where(*conditions)
+        .order_by(chronicle.c.created_at.desc(), chronicle.c.id.desc())
+        .limit(limit + 1)
+    )
+    items, next_cursor = cursors.page_of([dict(r._mapping) for r in rows], limit)
+    return cursors.Page([view(row) for row in items], next_cursor)
+
+
+def view(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "kind": row["kind"],
+        "agent_id": row["identity_id"],
+        "text": row["text"],
+        "details": row["details"],
+        "created_at": iso(row["created_at"]),
+    }

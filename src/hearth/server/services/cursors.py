@@ -1,0 +1,63 @@
+"""Opaque cursors over (created_at, id) for listings that run newest first.
+
+A cursor is base64url of the last item's time and UUID. Items are ordered by (created_at, id)
+descending, so a page boundary never skips or repeats an item, even when many rows share one
+timestamp.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, or_
+
+from hearth.adds import b64url_decode, b64url_encode
+
+from ..errors import ApiError
+
+_TIME = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def encode_cursor(created_at: datetime, row_id: str) -> str:
+    return b64url_encode(f"{created_at.strftime(_TIME)}|{row_id}".encode("ascii"))
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        moment, row_id = b64url_decode(cursor).decode("ascii").split("|")
+        return datetime.strptime(moment, _TIME), str(uuid.UUID(row_id))
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(
+            400,
+            "invalid_cursor",
+            "The cursor is not one this service handed out.",
+            hint="Pass next_cursor from the previous page as it is, or leave cursor out.",
+        ) from None
+
+
+def before(table: Any, cursor: str | None) -> Any:
+    """The condition for the rows after ``cursor`` in newest-first order (None: no condition)."""
+    if cursor is None:
+        return None
+    created_at, row_id = decode_cursor(cursor)
+    return or_(
+        table.c.created_at < created_at,
+        and_(table.c.created_at == created_at, table.c.id < row_id),
+    )
+
+
+def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], str | None]:
+    """The first ``limit`` of ``limit + 1`` rows fetched, and the cursor when there are more."""
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1]["created_at"], rows[-1]["id"])

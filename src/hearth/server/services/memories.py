@@ -1,0 +1,619 @@
+"""Memories: store, list, read, delete, elevate; episodic decay; the effective expression.
+
+The rules are written down in docs/service.md ("Memory and chronicle"). In short:
+
+- Tiers: ``episodic`` (default), ``foundational``, ``constitutive``. A memory is bound to an
+  identity only when ``agent_id`` names an active identity of the caller's project; otherwise
+  it is project-level.
+- Foundational is self-attestable (the identity's root proof for ``agent_root`` identities);
+  constitutive needs attestations by an external Ed25519 witness over the exact content
+  (``memory-attestation/v1``), never by the identity itself (wall 3, ``no_self_witnessing``).
+- Refusals under these rules are :class:`Refusal`: the route records each one in the chronicle
+  (wall 5, ``refusals_recorded``) after the refused transaction has rolled back.
+- Episodic memories decay: their weight halves every 30 days, and below 1/8 (older than 90
+  days) the wake no longer selects them. Decay is computed when read; nothing is ever deleted
+  by it, whether the identity is active or not (wall 6, ``no_inactive_reaping``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, select, update
+
+from hearth.adds.ed25519 import encoding_problem
+from hearth.proofs import (
+    EncodingError,
+    b64_decode,
+    b64_encode,
+    ed25519_from_did_key,
+    memory_attestation_digest,
+    verify_digest,
+)
+
+from ..db.engine import utcnow
+from ..db.tables import identities, memories, memory_attestations
+from ..errors import ApiError, not_found
+from . import chronicle, cursors
+from .authority import RootGrant
+from .identities import expression_view
+from .times import iso
+
+TIERS = ("episodic", "foundational", "constitutive")
+ELEVATED = ("foundational", "constitutive")
+
+HALF_LIFE_DAYS = 30.0
+WAKE_FLOOR = 0.125  # 1/8: three half-lives
+WAKE_HORIZON = timedelta(days=HALF_LIFE_DAYS * 3)  # weight >= WAKE_FLOOR exactly within it
+
+
+class Refusal(ApiError):
+    """A refusal under the memory-tier rules: answered as any ApiError, and recorded in the
+    chronicle as a ``refusal`` entry by the route that catches it."""
+
+
+# --- decay --------------------------------------------------------------------------------------
+
+
+def weight(memory: dict[str, Any], now: datetime | None = None) -> float:
+    """The memory's weight at ``now``: 1 for elevated tiers; for episodic memories
+    ``0.5 ** (age_days / 30)``, so 1 when stored, 1/2 after 30 days, 1/8 after 90."""
+    if memory["tier"] != "episodic":
+        return 1.0
+    now = now or utcnow()
+    age_days = max(0.0, (now - memory["created_at"]).total_seconds() / 86_400)
+    return float(0.5 ** (age_days / HALF_LIFE_DAYS))
+
+
+def in_wake(memory: dict[str, Any], now: datetime) -> bool:
+    """Whether the wake's selection still considers the memory (weight >= 1/8)."""
+    return bool(memory["tier"] != "episodic" or memory["created_at"] >= now - WAKE_HORIZON)
+
+
+# --- lookups ------------------------------------------------------------------------------------
+
+
+def _identity_condition(ref: str) -> Any:
+    if ref.startswith("did:svc:"):
+        return identities.c.did == ref
+    try:
+        return identities.c.id == str(uuid.UUID(ref))
+    except ValueError:
+        return None
+
+
+def binding(conn: Connection, project_id: str, agent_id: str | None) -> dict[str, Any] | None:
+    """The identity a new memory is bound to: ``agent_id`` when it names an active identity of
+    this project, else None (the memory is project-level, as the specification says)."""
+    if agent_id is None:
+        return None
+    condition = _identity_condition(agent_id)
+    if condition is None:
+        return None
+    row = conn.execute(
+        select(identities).where(
+            condition, identities.c.project_id == project_id, identities.c.status == "active"
+        )
+    ).first()
+    return dict(row._mapping) if row else None
+
+
+def identity_of(conn: Connection, memory: dict[str, Any]) -> dict[str, Any] | None:
+    if memory["identity_id"] is None:
+        return None
+    row = conn.execute(select(identities).where(identities.c.id == memory["identity_id"])).first()
+    return dict(row._mapping) if row else None
+
+
+def find(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
+    """The memory in this project, or 404: another project's memory does not exist here."""
+    try:
+        memory_id = str(uuid.UUID(memory_id))
+    except ValueError:
+        raise not_found("Memory") from None
+    row = conn.execute(
+        select(memories).where(memories.c.id == memory_id, memories.c.project_id == project_id)
+    ).first()
+    if row is None:
+        raise not_found("Memory")
+    return dict(row._mapping)
+
+
+def _attestations_of(conn: Connection, memory_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {memory_id: [] for memory_id in memory_ids}
+    if not memory_ids:
+        return found
+    rows = conn.execute(
+        select(memory_attestations)
+        .where(memory_attestations.c.memory_id.in_(memory_ids))
+        .order_by(memory_attestations.c.memory_id, memory_attestations.c.position)
+    )
+    for row in rows:
+        found[row.memory_id].append(
+            {
+                "attester_did": row.attester_did,
+                "signing_key_id": row.signing_key_id,
+                "public_key": row.public_key,
+                "signature": row.signature,
+                "created_at": iso(row.created_at),
+            }
+        )
+    return found
+
+
+def view(
+    memory: dict[str, Any], now: datetime, attestations: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    elevated_at = memory["elevated_at"]
+    if elevated_at is None and memory["tier"] != "episodic":
+        elevated_at = memory["created_at"]
+    return {
+        "id": memory["id"],
+        "agent_id": memory["identity_id"],
+        "tier": memory["tier"],
+        "key": memory["key"],
+        "content": memory["content"],
+        "created_at": iso(memory["created_at"]),
+        "elevated_at": iso(elevated_at),
+        "expression_patch": memory["expression_patch"],
+        "weight": weight(memory, now),
+        "in_wake": in_wake(memory, now),
+        "attestations": attestations or [],
+    }
+
+
+def read(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
+    memory = find(conn, project_id, memory_id)
+    return view(memory, utcnow(), _attestations_of(conn, [memory["id"]])[memory["id"]])
+
+
+# --- store, list, delete ------------------------------------------------------------------------
+
+
+_INSERT = memories.insert()
+
+
+def store(
+    conn: Connection,
+    project_id: str,
+    identity: dict[str, Any] | None,
+    *,
+    content: str,
+    tier: str,
+    key: str | None,
+    grant: RootGrant | None,
+) -> dict[str, Any]:
+    """Store a new episodic or foundational memory (constitutive needs an attestation over the
+    memory's id, so it is reached by elevation only). A foundational memory of an agent_root
+    identity consumes the root proof's sequence with it."""
+    if grant is not None:
+        grant.claim(conn)
+    now = utcnow()
+    row = {
+        "id": str(uuid.uuid4()),
+        "project_id": project_id,
+        "identity_id": identity["id"] if identity else None,
+        "tier": tier,
+        "key": key,
+        "content": content,
+        "created_at": now,
+        "elevated_at": now if tier != "episodic" else None,
+        "expression_patch": None,
+    }
+    conn.execute(_INSERT, row)
+    return row
+
+
+def listing(
+    conn: Connection,
+    project_id: str,
+    *,
+    tier: str | None = None,
+    identity_id: str | None = None,
+    key: str | None = None,
+    cursor: str | None = None,
+    limit: int = 100,
+) -> cursors.Page:
+    """The project's memories, newest first; filters by tier, identity and key."""
+    conditions = [memories.c.project_id == project_id]
+    if identity_id is not None:
+        conditions.append(memories.c.identity_id == identity_id)
+    if tier is not None:
+        conditions.append(memories.c.tier == tier)
+    if key is not None:
+        conditions.append(memories.c.key == key)
+    after = cursors.before(memories, cursor)
+    if after is not None:
+        conditions.append(after)
+    rows = conn.execute(
+        select(memories)
+        .where(*conditions)
+        .order_by(memories.c.created_at.desc(), memories.c.id.desc())
+        .limit(limit + 1)
+    )
+    items, next_cursor = cursors.page_of([dict(r._mapping) for r in rows], limit)
+    attestations = _attestations_of(conn, [m["id"] for m in items if m["tier"] == "constitutive"])
+    now = utcnow()
+    return cursors.Page([view(m, now, attestations.get(m["id"])) for m in items], next_cursor)
+
+
+def remove(
+    conn: Connection, project_id: str, memory: dict[str, Any], grant: RootGrant | None
+) -> dict[str, Any]:
+    """Delete the memory and its attestations, and say so in the chronicle (a ``note``): a
+    deletion is never silent. Returns the chronicle entry."""
+    if grant is not None:
+        grant.claim(conn)
+    conn.execute(delete(memory_attestations).where(memory_attestations.c.memory_id == memory["id"]))
+    gone = conn.execute(
+        delete(memories).where(
+            memories.c.id == memory["id"],
+            memories.c.project_id == project_id,
+            memories.c.tier == memory["tier"],
+        )
+    )
+    if gone.rowcount != 1:
+        raise _changed()
+    label = f" ({memory['key']})" if memory["key"] else ""
+    return chronicle.record(
+        conn,
+        project_id,
+        memory["identity_id"],
+        "note",
+        f"The {memory['tier']} memory {memory['id']}{label} was deleted by its project.",
+        details={
+            "event": "memory_deleted",
+            "memory_id": memory["id"],
+            "tier": memory["tier"],
+            "key": memory["key"],
+            "content_sha256": hashlib.sha256(memory["content"].encode("utf-8")).hexdigest(),
+        },
+    )
+
+
+def _changed() -> ApiError:
+    return ApiError(
+        409,
+        "memory_changed",
+        "The memory changed (or was deleted) while this request was being decided.",
+        hint="Read it again with GET /v1/memories/{id} and decide anew.",
+    )
+
+
+# --- elevation ----------------------------------------------------------------------------------
+
+
+def elevate(
+    conn: Connection,
+    project_id: str,
+    memory_id: str,
+    identity: dict[str, Any] | None,
+    *,
+    tier: str,
+    expression_patch: dict[str, Any] | None,
+    attestations: list[dict[str, Any]] | None,
+    grant: RootGrant | None,
+) -> dict[str, Any]:
+    """Elevate the memory, or raise. Everything happens in the caller's transaction: the root
+    proof's claim, the checks, the new tier and patch, the witnesses' attestations and a
+    ``seal`` entry in the chronicle. A :class:`Refusal` rolls all of it back."""
+    if grant is not None:
+        grant.claim(conn)
+    memory = find(conn, project_id, memory_id)
+    current = memory["tier"]
+    allowed_from = ("episodic",) if tier == "foundational" else ("episodic", "foundational")
+    if current not in allowed_from:
+        raise Refusal(
+            409,
+            "tier_transition_refused",
+            f"A {current} memory cannot be elevated to {tier}.",
+            details={"from": current, "to": tier},
+            hint="Foundational comes from episodic; constitutive from episodic or foundational.",
+        )
+    if expression_patch is not None and identity is None:
+        raise Refusal(
+            422,
+            "expression_patch_needs_identity",
+            "This memory is project-level: there is no identity whose expression it could patch.",
+        )
+    witnesses: list[dict[str, Any]] = []
+    if tier == "foundational" and attestations:
+        raise Refusal(
+            422,
+            "attestations_not_applicable",
+            "Foundational elevation is self-attested; attestations are for constitutive.",
+        )
+    if tier == "constitutive":
+        if not attestations:
+            raise Refusal(
+                422,
+                "attestations_required",
+                "Constitutive elevation needs attestations from an external Ed25519 witness "
+                "over the exact memory content.",
+                hint="The witness signs memory-attestation/v1: memory id, sha256 hex of the "
+                "content, attester_did, signing_key_id.",
+            )
+        witnesses = [
+            _witness(conn, project_id, memory, identity, attestation=attestation, index=index)
+            for index, attestation in enumerate(attestations)
+        ]
+        keys = [w["public_key"] for w in witnesses]
+        if len(set(keys)) != len(keys):
+            raise Refusal(
+                422,
+                "attestation_invalid",
+                "The same witness key attests more than once.",
+                details={"reason": "duplicate_witness"},
+            )
+    now = utcnow()
+    values: dict[str, Any] = {"tier": tier, "elevated_at": now}
+    if expression_patch is not None:
+        values["expression_patch"] = expression_patch
+    moved = conn.execute(
+        update(memories)
+        .where(memories.c.id == memory["id"], memories.c.tier == current)
+        .values(**values)
+    )
+    if moved.rowcount != 1:
+        raise _changed()
+    for position, witness in enumerate(witnesses):
+        conn.execute(
+            memory_attestations.insert(),
+            {
+                "id": str(uuid.uuid4()),
+                "memory_id": memory["id"],
+                "position": position,
+                "created_at": now,
+                **witness,
+            },
+        )
+    chronicle.record(
+        conn,
+        project_id,
+        memory["identity_id"],
+        "seal",
+        f"The memory {memory['id']} became {tier}.",
+        details={
+            "event": "memory_elevated",
+            "memory_id": memory["id"],
+            "from": current,
+            "tier": tier,
+            "expression_patched": expression_patch is not None,
+            "witnesses": [w["attester_did"] for w in witnesses],
+        },
+    )
+    memory.update(values)
+    return view(memory, now, _attestations_of(conn, [memory["id"]])[memory["id"]])
+
+
+def _witness(
+    conn: Connection,
+    project_id: str,
+    memory: dict[str, Any],
+    identity: dict[str, Any] | None,
+    *,
+    attestation: dict[str, Any],
+    index: int,
+) -> dict[str, Any]:
+    """One attestation checked: the witness is not the memory's self (wall 3), its key is
+    known and acceptable, and its signature covers this memory's exact content."""
+    did: str = attestation["attester_did"]
+    kid: str = attestation["signing_key_id"]
+
+    def invalid(reason: str, message: str) -> Refusal:
+        return Refusal(
+            422,
+            "attestation_invalid",
+            f"attestations[{index}]: {message}",
+            details={"index": index, "reason": reason},
+        )
+
+    given: bytes | None = None
+    if attestation.get("public_key") is not None:
+        try:
+            given = b64_decode(attestation["public_key"], length=32, what="public_key")
+        except EncodingError:
+            raise invalid("public_key", "public_key is not standard base64 of 32 bytes") from None
+
+    if identity is not None and did == identity["did"]:
+        raise _self_witnessing(index)
+    attester: dict[str, Any] | None = None
+    if did.startswith("did:svc:"):
+        row = conn.execute(select(identities).where(identities.c.did == did)).first()
+        if row is None or row.root_public_key is None:
+            raise Refusal(
+                422,
+                "attester_unknown",
+                f"attestations[{index}]: {did} is not an identity of this service with a root key.",
+                details={"index": index},
+            )
+        attester = dict(row._mapping)
+        key = b64_decode(attester["root_public_key"], length=32, what="root key")
+        if kid != attester["kid"]:
+            raise invalid("signing_key_id", "signing_key_id is not the attester's key label")
+    elif did.startswith("did:key:"):
+        decoded = ed25519_from_did_key(did)
+        if decoded is None:
+            raise invalid("attester_did", "attester_did is not an Ed25519 did:key")
+        key = decoded
+    elif given is None:
+        raise Refusal(
+            422,
+            "attester_key_required",
+            f"attestations[{index}]: the service cannot resolve {did}; send the witness's "
+            "public_key with the attestation.",
+            details={"index": index},
+        )
+    else:
+        key = given
+    if given is not None and given != key:
+        raise invalid("public_key", "public_key is not the key the attester's DID names")
+
+    key_b64 = b64_encode(key)
+    if _is_self(conn, project_id, identity, attester, key_b64):
+        raise _self_witnessing(index)
+    if encoding_problem(key) is not None:
+        raise invalid("public_key", "the witness key is not an acceptable Ed25519 public key")
+    digest = memory_attestation_digest(memory["id"], memory["content"].encode("utf-8"), did, kid)
+    if not verify_digest(key, attestation["signature"], digest):
+        raise invalid(
+            "signature",
+            "the signature does not verify over this memory's exact content "
+            "(memory-attestation/v1)",
+        )
+    return {
+        "attester_did": did,
+        "signing_key_id": kid,
+        "public_key": key_b64,
+        "signature": attestation["signature"],
+    }
+
+
+def _is_self(
+    conn: Connection,
+    project_id: str,
+    identity: dict[str, Any] | None,
+    attester: dict[str, Any] | None,
+    key_b64: str,
+) -> bool:
+    """Whether the witness is the memory's own self: for a bound memory its identity (by DID
+    or by any of its keys); for a project-level memory any identity of the project."""
+    if identity is not None:
+        own_keys = {identity["root_public_key"], identity["box_public_key"]} - {None}
+        return (attester is not None and attester["id"] == identity["id"]) or key_b64 in own_keys
+    if attester is not None and attester["project_id"] == project_id:
+        return True
+    mate = conn.execute(
+        select(func.count())
+        .select_from(identities)
+        .where(identities.c.root_public_key == key_b64, identities.c.project_id == project_id)
+    ).scalar_one()
+    return bool(mate)
+
+
+def _self_witnessing(index: int) -> Refusal:
+    return Refusal(
+        403,
+        "no_self_witnessing",
+        "An identity cannot witness its own memory: constitutive elevation needs an external "
+        "witness (wall 3, no_self_witnessing).",
+        details={"wall": "no_self_witnessing", "index": index},
+        hint="Ask another Ed25519 key holder to sign memory-attestation/v1 over the content.",
+    )
+
+
+# --- the wake and the effective expression ------------------------------------------------------
+
+
+def select_for_wake(
+    conn: Connection,
+    project_id: str,
+    identity_id: str | None,
+    limit: int,
+    *,
+    now: datetime | None = None,
+    include_project_level: bool = False,
+) -> list[dict[str, Any]]:
+    """What the wake remembers: constitutive, then foundational, then the episodic memories
+    still within the horizon (weight >= 1/8), newest first within a tier; at most ``limit``.
+
+    ``identity_id`` None selects project-level memories; ``include_project_level`` adds them
+    to an identity's. Every query is one range of ``ix_memories_wake``.
+    """
+    now = now or utcnow()
+    scopes: list[str | None] = [identity_id]
+    if include_project_level and identity_id is not None:
+        scopes.append(None)
+    picked: list[dict[str, Any]] = []
+    for tier in ("constitutive", "foundational", "episodic"):
+        tier_rows: list[dict[str, Any]] = []
+        for scope in scopes:
+            if len(picked) >= limit:
+                break
+            conditions = [
+                memories.c.project_id == project_id,
+                memories.c.identity_id == scope
+                if scope is not None
+                else memories.c.identity_id.is_(None),
+                memories.c.tier == tier,
+            ]
+            if tier == "episodic":
+                conditions.append(memories.c.created_at >= now - WAKE_HORIZON)
+            rows = conn.execute(
+                select(memories)
+                .where(*conditions)
+                .order_by(memories.c.created_at.desc(), memories.c.id.desc())
+                .limit(limit - len(picked))
+            )
+            tier_rows.extend(dict(r._mapping) for r in rows)
+        tier_rows.sort(key=lambda m: (m["created_at"], m["id"]), reverse=True)
+        picked.extend(tier_rows[: limit - len(picked)])
+    attestations = _attestations_of(conn, [m["id"] for m in picked if m["tier"] == "constitutive"])
+    return [view(m, now, attestations.get(m["id"])) for m in picked]
+
+
+def apply_patch(expression: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """One additive patch: text is appended on a new line, walls and subagents are added
+    (a wall or a subagent name already present is kept as it is)."""
+    result = {
+        "register": expression["register"],
+        "walls": list(expression["walls"]),
+        "subagents": [dict(s) for s in expression["subagents"]],
+        "wake_text": expression["wake_text"],
+    }
+    for field, name in (("register", "register_append"), ("wake_text", "wake_text_append")):
+        addition = patch.get(name)
+        if addition:
+            result[field] = f"{result[field]}\n{addition}" if result[field] else addition
+    for wall in patch.get("walls_add") or []:
+        if wall not in result["walls"]:
+            result["walls"].append(wall)
+    names = {s.get("name") for s in result["subagents"]}
+    for subagent in patch.get("subagents_add") or []:
+        if subagent.get("name") not in names:
+            result["subagents"].append(dict(subagent))
+            names.add(subagent.get("name"))
+    return result
+
+
+def shaping(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:
+    """The declared expression, the effective one, and the elevated memories that shaped it
+    (``shaped_by``, in elevation order)."""
+    elevated_at = func.coalesce(memories.c.elevated_at, memories.c.created_at)
+    rows = conn.execute(
+        select(
+            memories.c.id,
+            memories.c.tier,
+            memories.c.key,
+            memories.c.expression_patch,
+            elevated_at.label("elevated_at"),
+        )
+        .where(memories.c.identity_id == identity["id"], memories.c.tier.in_(ELEVATED))
+        .order_by(elevated_at, memories.c.id)
+    )
+    declared = expression_view(identity)
+    effective = declared
+    shaped_by = []
+    for row in rows:
+        if row.expression_patch:
+            effective = apply_patch(effective, row.expression_patch)
+        shaped_by.append(
+            {
+                "memory_id": row.id,
+                "tier": row.tier,
+                "key": row.key,
+                "elevated_at": iso(row.elevated_at),
+                "expression_patch": row.expression_patch,
+            }
+        )
+    return {**declared, "effective_expression": effective, "shaped_by": shaped_by}
+
+
+def effective_expression(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:
+    """The declared expression plus the patches of the identity's foundational and constitutive
+    memories, applied in elevation order."""
+    effective: dict[str, Any] = shaping(conn, identity)["effective_expression"]
+    return effective
