@@ -29,7 +29,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 import httpx2
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -142,9 +142,19 @@ def _str(data: Mapping[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+T = TypeVar("T")
+
+
 def _opt_str(data: Mapping[str, Any], name: str) -> str | None:
     value = data.get(name)
     return value if isinstance(value, str) else None
+
+
+def _objects(data: Any, parse: Callable[[Mapping[str, Any]], T]) -> tuple[T, ...]:
+    """Each JSON object of a list, parsed; anything that is not a list of objects is empty."""
+    return tuple(
+        parse(item) for item in (data if isinstance(data, list) else []) if isinstance(item, dict)
+    )
 
 
 def _obj(data: Any) -> dict[str, Any]:
@@ -507,11 +517,7 @@ class Memory:
             expression_patch=patch if isinstance(patch, dict) else None,
             weight=float(weight) if isinstance(weight, int | float) else 0.0,
             in_wake=bool(data.get("in_wake")),
-            attestations=tuple(
-                MemoryAttestation.from_json(a)
-                for a in (attestations if isinstance(attestations, list) else [])
-                if isinstance(a, dict)
-            ),
+            attestations=_objects(attestations, MemoryAttestation.from_json),
             binding=_opt_str(data, "binding"),
         )
 
@@ -523,15 +529,7 @@ class MemoryPage:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MemoryPage:
-        items = data.get("items")
-        return cls(
-            items=tuple(
-                Memory.from_json(m)
-                for m in (items if isinstance(items, list) else [])
-                if isinstance(m, dict)
-            ),
-            next_cursor=_opt_str(data, "next_cursor"),
-        )
+        return cls(_objects(data.get("items"), Memory.from_json), _opt_str(data, "next_cursor"))
 
 
 @dataclass(frozen=True)
@@ -563,14 +561,8 @@ class ChroniclePage:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ChroniclePage:
-        items = data.get("items")
         return cls(
-            items=tuple(
-                ChronicleEntry.from_json(e)
-                for e in (items if isinstance(items, list) else [])
-                if isinstance(e, dict)
-            ),
-            next_cursor=_opt_str(data, "next_cursor"),
+            _objects(data.get("items"), ChronicleEntry.from_json), _opt_str(data, "next_cursor")
         )
 
 

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 import structlog
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from ..db.engine import Database, utcnow
 from ..db.tables import chronicle
@@ -122,16 +122,7 @@ def entries(
         conditions.append(chronicle.c.kind == kind)
     if identity_id is not None:
         conditions.append(chronicle.c.identity_id == identity_id)
-    after = cursors.before(chronicle, cursor)
-    if after is not None:
-        conditions.append(after)
-    rows = conn.execute(
-        select(chronicle)
-        .where(*conditions)
-        .order_by(chronicle.c.created_at.desc(), chronicle.c.id.desc())
-        .limit(limit + 1)
-    )
-    items, next_cursor = cursors.page_of([dict(r._mapping) for r in rows], limit)
+    items, next_cursor = cursors.newest_first(conn, chronicle, conditions, cursor, limit)
     return cursors.Page([view(row) for row in items], next_cursor)
 
 

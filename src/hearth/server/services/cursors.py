@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import Connection, and_, or_, select
 
 from hearth.adds import b64url_decode, b64url_encode
 
@@ -61,3 +61,20 @@ def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]
         return rows, None
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1]["created_at"], rows[-1]["id"])
+
+
+def newest_first(
+    conn: Connection, table: Any, conditions: list[Any], cursor: str | None, limit: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of ``table``'s rows matching ``conditions``, newest first, after ``cursor``;
+    and the cursor of the next page when there is one."""
+    after = before(table, cursor)
+    if after is not None:
+        conditions = [*conditions, after]
+    rows = conn.execute(
+        select(table)
+        .where(*conditions)
+        .order_by(table.c.created_at.desc(), table.c.id.desc())
+        .limit(limit + 1)
+    )
+    return page_of([dict(r._mapping) for r in rows], limit)

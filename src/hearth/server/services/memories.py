@@ -225,16 +225,7 @@ def listing(
         conditions.append(memories.c.tier == tier)
     if key is not None:
         conditions.append(memories.c.key == key)
-    after = cursors.before(memories, cursor)
-    if after is not None:
-        conditions.append(after)
-    rows = conn.execute(
-        select(memories)
-        .where(*conditions)
-        .order_by(memories.c.created_at.desc(), memories.c.id.desc())
-        .limit(limit + 1)
-    )
-    items, next_cursor = cursors.page_of([dict(r._mapping) for r in rows], limit)
+    items, next_cursor = cursors.newest_first(conn, memories, conditions, cursor, limit)
     attestations = _attestations_of(conn, [m["id"] for m in items if m["tier"] == "constitutive"])
     now = utcnow()
     return cursors.Page([view(m, now, attestations.get(m["id"])) for m in items], next_cursor)
