@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -232,6 +233,161 @@ chronicle = Table(
     Index("ix_chronicle_project_created", "project_id", "created_at", "id"),
     Index("ix_chronicle_project_kind_created", "project_id", "kind", "created_at", "id"),
     Index("ix_chronicle_identity_created", "identity_id", "created_at", "id"),
+)
+
+
+# --- templates, attestations (docs/service.md, "Forks and templates", "Elevation and attestations")
+
+# A voice an agent can be born with: expression only (the specification: not strands or
+# covenants). ``price`` is in minor units; 0 is free. Built-in templates have no publisher;
+# a project's published template pays its ``publisher_wallet_id``.
+templates = Table(
+    "templates",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("expression", JSON, nullable=False),
+    Column("price", BigInteger, nullable=False),
+    Column("publisher_project_id", UUID, ForeignKey("projects.id"), nullable=True, index=True),
+    Column("publisher_wallet_id", UUID, ForeignKey("wallets.id"), nullable=True),
+    Column("status", String(20), nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    CheckConstraint("price >= 0", name="price_non_negative"),
+    Index("ix_templates_status_created", "status", "created_at", "id"),
+)
+
+# One purchase of a priced template by a project; ``used_at`` is set when
+# POST /v1/identities/from-template consumes it (a purchase makes one identity).
+template_purchases = Table(
+    "template_purchases",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("template_id", UUID, ForeignKey("templates.id"), nullable=False, index=True),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False, index=True),
+    Column("wallet_id", UUID, ForeignKey("wallets.id"), nullable=False),
+    Column("price", BigInteger, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("used_at", DateTime, nullable=True),
+    Column("used_by_identity_id", UUID, ForeignKey("identities.id"), nullable=True),
+)
+
+# Signed statements by one identity (the attester, by DID and key) about another (the subject):
+# the sponsor attestation of an elevation (bootstrap-elevate/v1) and POST /v1/attestations.
+attestations = Table(
+    "attestations",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False, index=True),
+    Column("subject_identity_id", UUID, ForeignKey("identities.id"), nullable=False),
+    Column("attester_did", String(200), nullable=False),
+    Column("attester_identity_id", UUID, ForeignKey("identities.id"), nullable=True),
+    Column("signing_key_id", String(200), nullable=False),
+    Column("public_key", String(44), nullable=False),
+    Column("context", String(40), nullable=False),
+    Column("claim", String(64), nullable=False),
+    Column("evidence", JSON, nullable=True),
+    Column("signature", String(88), nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Index("ix_attestations_subject_created", "subject_identity_id", "created_at", "id"),
+)
+
+
+# --- runtimes (docs/service.md, "Runtimes"); the wake's ``you_run`` reads them -------------------
+
+runtimes = Table(
+    "runtimes",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False),
+    Column("identity_id", UUID, ForeignKey("identities.id"), nullable=True, index=True),
+    Column("name", String(200), nullable=False),
+    Column("mode", String(20), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("region", String(20), nullable=False),
+    Column("llm", JSON, nullable=True),
+    Column("bridge", JSON, nullable=True),
+    Column("metadata", JSON, nullable=False),
+    Column("last_error", Text, nullable=True),
+    # SHA-256 of the bridged runtime's control token (returned once, rotatable).
+    Column("control_token_hash", String(64), nullable=True),
+    # ``trusted`` custody: the runtime's key material wrapped under SERVICE_KMS_MASTER_KEY.
+    Column("key_material", LargeBinary, nullable=True),
+    Column("bridge_connected", Boolean, nullable=False),
+    Column("last_seen_at", DateTime, nullable=True),
+    Column("last_thought_at", DateTime, nullable=True),
+    Column("last_work_at", DateTime, nullable=True),
+    Column("status_changed_at", DateTime, nullable=False),
+    # The orchestrator worker that runs it, until ``lease_until`` (epoch ms).
+    Column("lease_owner", String(64), nullable=True),
+    Column("lease_until", BigInteger, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+    Column("deleted_at", DateTime, nullable=True),
+    CheckConstraint("mode in ('self', 'bridged', 'trusted')", name="mode"),
+    Index("ix_runtimes_project_created", "project_id", "created_at", "id"),
+    Index("ix_runtimes_status_lease", "status", "lease_until"),
+)
+
+# The append-only event log of a runtime (GET /v1/runtimes/{id}/events), in insertion order.
+runtime_events = Table(
+    "runtime_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("runtime_id", UUID, ForeignKey("runtimes.id"), nullable=False),
+    Column("event", String(40), nullable=False),
+    Column("details", JSON, nullable=True),
+    Column("created_at", DateTime, nullable=False),
+    Index("ix_runtime_events_runtime_id", "runtime_id", "id"),
+)
+
+strands = Table(
+    "strands",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False, index=True),
+    Column("identity_id", UUID, ForeignKey("identities.id"), nullable=True, index=True),
+    Column("runtime_id", UUID, ForeignKey("runtimes.id"), nullable=True, index=True),
+    Column("name", String(200), nullable=False),
+    Column("next_seq", BigInteger, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+)
+
+# Ciphertext only (wall 7, thought_storage_ciphertext_only): AES-256-GCM under K_master with
+# AAD strand-thought/v1 0x00 strand_id 0x00 seq, so a row cannot move to another position.
+thoughts = Table(
+    "thoughts",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("strand_id", UUID, ForeignKey("strands.id"), nullable=False),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False),
+    Column("runtime_id", UUID, ForeignKey("runtimes.id"), nullable=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("ciphertext", LargeBinary, nullable=False),
+    Column("nonce", LargeBinary, nullable=False),
+    Column("signature", String(88), nullable=True),
+    Column("signing_key_id", String(200), nullable=True),
+    Column("created_at", DateTime, nullable=False),
+    UniqueConstraint("strand_id", "seq", name="uq_thoughts_strand_seq"),
+    Index("ix_thoughts_runtime_created", "runtime_id", "created_at"),
+)
+
+# Messages to an identity; a pending one wakes an idle runtime bound to it.
+inbox_messages = Table(
+    "inbox_messages",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False),
+    Column("identity_id", UUID, ForeignKey("identities.id"), nullable=False),
+    Column("sender", String(200), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("taken_by", UUID, ForeignKey("runtimes.id"), nullable=True),
+    Column("taken_at", DateTime, nullable=True),
+    Column("done_at", DateTime, nullable=True),
+    Column("created_at", DateTime, nullable=False),
+    Index("ix_inbox_identity_status_created", "identity_id", "status", "created_at", "id"),
+    Index("ix_inbox_project_created", "project_id", "created_at", "id"),
 )
 
 
