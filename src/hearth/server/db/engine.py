@@ -7,13 +7,16 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 T = TypeVar("T")
 P = ParamSpec("P")
+# A transaction waiting for the SQLite writer: the function over the connection, and its result.
+_Queued: TypeAlias = "tuple[Callable[[Connection], Any], asyncio.Future[Any]]"
+GROUP_MAX = 64  # transactions per group commit (bounds the wait of the last one in a group)
 
 
 def utcnow() -> datetime:
@@ -37,8 +40,9 @@ class Database:
     its own await. ``transaction(fn)``/``snapshot(fn)`` run a plain function over a sync
     connection as one unit: on SQLite in a dedicated writer thread (or a small reader pool) with
     the stdlib driver, so a transaction of ten statements costs one thread hop instead of the
-    three per statement that aiosqlite takes; on PostgreSQL through ``run_sync`` on the async
-    connection. Hot paths (arrival, bearer lookup, root-proof mutations) use the second style.
+    three per statement that aiosqlite takes, and transactions that queue up meanwhile share
+    one commit (``_drain``); on PostgreSQL through ``run_sync`` on the async connection. Hot
+    paths (arrival, bearer lookup, root-proof mutations) use the second style.
     Both share the in-process writer lock, so the two never contend for SQLite's file lock.
     """
 
@@ -54,6 +58,8 @@ class Database:
             kwargs.update(pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        self._pending: list[_Queued] = []
+        self._drainer: asyncio.Task[None] | None = None
         self._sync_engine: Engine | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._readers: ThreadPoolExecutor | None = None
@@ -79,12 +85,63 @@ class Database:
         if self._write_lock is None:
             async with self.engine.begin() as conn:
                 return await conn.run_sync(fn, *args, **kwargs)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending.append((lambda conn: fn(conn, *args, **kwargs), future))
+        drainer = self._drainer
+        if drainer is None or drainer.done() or drainer.get_loop() is not loop:
+            self._drainer = loop.create_task(self._drain())
+        return cast(T, await future)
+
+    async def _drain(self) -> None:
+        """Group commit (SQLite): the transactions queued while the writer was busy run one
+        after another in the writer thread, each in its own savepoint, and commit together.
+        Serial order and per-transaction rollback are kept; what is shared is the commit, whose
+        WAL writes (every dirty page, twice a syscall) cost more than most transactions."""
+        assert self._write_lock is not None
         assert self._writer is not None
-        async with self._write_lock:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(
-                self._writer, lambda: self._sync_transaction(fn, *args, **kwargs)
-            )
+        loop = asyncio.get_running_loop()
+        while self._pending:
+            async with self._write_lock:
+                batch = [item for item in self._pending[:GROUP_MAX] if not item[1].done()]
+                del self._pending[:GROUP_MAX]
+                if not batch:
+                    continue
+                outcomes = await loop.run_in_executor(self._writer, self._sync_group, batch)
+            for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+                if future.done():  # the caller was cancelled while its transaction ran
+                    continue
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+
+    def _sync_group(self, batch: list[_Queued]) -> list[tuple[bool, Any]]:
+        assert self._sync_engine is not None
+        if len(batch) == 1:
+            try:
+                return [(True, self._sync_transaction(batch[0][0]))]
+            except Exception as exc:
+                return [(False, exc)]
+        outcomes: list[tuple[bool, Any]] = []
+        try:
+            with self._sync_engine.connect() as conn:
+                conn.execution_options(hearth_write=True)
+                with conn.begin():
+                    for run, _ in batch:
+                        conn.exec_driver_sql("SAVEPOINT hearth_group")
+                        try:
+                            value = run(conn)
+                        except Exception as exc:
+                            conn.exec_driver_sql("ROLLBACK TO SAVEPOINT hearth_group")
+                            conn.exec_driver_sql("RELEASE SAVEPOINT hearth_group")
+                            outcomes.append((False, exc))
+                        else:
+                            conn.exec_driver_sql("RELEASE SAVEPOINT hearth_group")
+                            outcomes.append((True, value))
+        except Exception as exc:  # the group did not commit: no transaction of it happened
+            return [(False, exc)] * len(batch)
+        return outcomes
 
     async def snapshot(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -155,6 +212,9 @@ def _sqlite_pragmas(engine: Engine) -> None:
             "PRAGMA synchronous=NORMAL",
             "PRAGMA foreign_keys=ON",
             "PRAGMA busy_timeout=30000",
+            "PRAGMA mmap_size=268435456",
+            "PRAGMA cache_size=-32768",
+            "PRAGMA temp_store=MEMORY",
         ):
             cursor.execute(pragma)
         cursor.close()

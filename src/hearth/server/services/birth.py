@@ -34,13 +34,14 @@ def wallet_with_grant(
 ) -> dict[str, Any] | None:
     try:
         with best_effort(conn, "creation_grant"):
-            wallet = wallets.open_wallet(
-                conn, project_id, identity["id"], f"{identity['name']} wallet"
+            return wallets.open_wallet(
+                conn,
+                project_id,
+                identity["id"],
+                f"{identity['name']} wallet",
+                opening=grant_minor,
+                reason="creation_grant",
             )
-            if grant_minor > 0:
-                wallets.credit(conn, wallet["id"], grant_minor, "creation_grant")
-                wallet["balance"] += grant_minor
-            return wallet
     except Exception as exc:
         log.warning("creation_grant_failed", identity_id=identity["id"], error=type(exc).__name__)
         return None

@@ -101,27 +101,35 @@ _SET_EXPRESSION = (
 )
 
 
-def _reference(ref: str) -> Any:
-    """An identity is named by UUID or by its provisional DID."""
+def _reference(ref: str) -> tuple[Any, str] | None:
+    """An identity is named by UUID or by its provisional DID: (statement, value), or None."""
     if ref.startswith("did:svc:"):
-        return identities.c.did == ref
+        return _FIND_BY_DID, ref
     try:
-        return identities.c.id == str(uuid.UUID(ref))
+        return _FIND_BY_ID, str(uuid.UUID(ref))
     except ValueError:
         return None
 
 
 def find(conn: Connection, project_id: str, ref: str) -> dict[str, Any]:
     """The identity in this project, or 404: another project's identity does not exist here."""
-    condition = _reference(ref)
-    if condition is None:
+    reference = _reference(ref)
+    if reference is None:
         raise not_found("Identity")
-    row = conn.execute(
-        select(identities).where(condition, identities.c.project_id == project_id)
-    ).first()
+    statement, value = reference
+    row = conn.execute(statement, {"ref": value, "project": project_id}).first()
     if row is None:
         raise not_found("Identity")
     return dict(row._mapping)
+
+
+# Built once: a statement built per call costs more than executing it.
+_FIND_BY_ID = select(identities).where(
+    identities.c.id == bindparam("ref"), identities.c.project_id == bindparam("project")
+)
+_FIND_BY_DID = select(identities).where(
+    identities.c.did == bindparam("ref"), identities.c.project_id == bindparam("project")
+)
 
 
 async def find_by_did(conn: AsyncConnection, did: str) -> dict[str, Any] | None:

@@ -34,18 +34,31 @@ RECENT_ENTRIES = 10
 
 
 def open_wallet(
-    conn: Connection, project_id: str, identity_id: str | None, name: str
+    conn: Connection,
+    project_id: str,
+    identity_id: str | None,
+    name: str,
+    *,
+    opening: int = 0,
+    reason: str = "opening",
 ) -> dict[str, Any]:
+    """A new wallet; with ``opening`` > 0 it starts with that balance and its ledger entry
+    (two statements rather than an insert, an entry and an update)."""
+    if opening < 0:
+        raise ValueError("an opening balance is not negative")
+    wallet_id = str(uuid.uuid4())
     row = {
-        "id": str(uuid.uuid4()),
+        "id": wallet_id,
         "project_id": project_id,
         "identity_id": identity_id,
         "name": name,
         "currency": CURRENCY,
-        "balance": 0,
+        "balance": opening,
         "created_at": utcnow(),
     }
     conn.execute(_OPEN, row)
+    if opening > 0:
+        _entry(conn, wallet_id, opening, reason)
     return row
 
 
@@ -53,6 +66,11 @@ def credit(conn: Connection, wallet_id: str, amount: int, reason: str) -> None:
     """Ledger entry and balance in one transaction (the caller's)."""
     if amount <= 0:
         raise ValueError("a credit is positive")
+    _entry(conn, wallet_id, amount, reason)
+    conn.execute(_ADD, {"wallet": wallet_id, "amount": amount})
+
+
+def _entry(conn: Connection, wallet_id: str, amount: int, reason: str) -> None:
     conn.execute(
         _ENTRY,
         {
@@ -63,7 +81,6 @@ def credit(conn: Connection, wallet_id: str, amount: int, reason: str) -> None:
             "created_at": utcnow(),
         },
     )
-    conn.execute(_ADD, {"wallet": wallet_id, "amount": amount})
 
 
 # Built once: a statement built per call costs more than executing it.
@@ -116,16 +133,7 @@ def debit(conn: Connection, wallet_id: str, amount: int, reason: str) -> bool:
         raise ValueError("a debit is positive")
     if conn.execute(_TAKE, {"wallet": wallet_id, "amount": amount}).rowcount != 1:
         return False
-    conn.execute(
-        _ENTRY,
-        {
-            "id": str(uuid.uuid4()),
-            "wallet_id": wallet_id,
-            "amount": -amount,
-            "reason": reason,
-            "created_at": utcnow(),
-        },
-    )
+    _entry(conn, wallet_id, -amount, reason)
     return True
 
 
