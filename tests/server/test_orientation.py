@@ -184,8 +184,8 @@ def identity_row(
         },
         "metadata": {"secret_note": "never public"},
         "status": status,
-        "level": 0,
-        "trust_score": 0.0,
+        "level": 1,  # seeded as sponsored, so that the directory shows real values
+        "trust_score": 0.5,
         "sponsor_did": None,
         "elevated_at": None,
         "parent_identity_id": None,
@@ -482,12 +482,16 @@ def test_public_agents_lists_only_those_who_opted_in(
     never = {row["did"] for row in seeded.hidden} | {seeded.registered_private_did}
     assert never.isdisjoint(agent["did"] for agent in listed)
     first = listed[0]
-    assert set(first) == {"did", "name", "form", "capabilities", "created_at"}
+    fields = {"did", "name", "form", "language", "level", "trust_score", "capabilities"}
+    assert set(first) == fields | {"created_at"}
     row = seeded.public[0]
     assert first == {
         "did": row["did"],
         "name": row["name"],
         "form": "collective",
+        "language": "en",
+        "level": 1,
+        "trust_score": 0.5,
         "capabilities": [f"cap-{row['name']}"],
         "created_at": format_timestamp(row["created_at"].replace(tzinfo=UTC)),
     }

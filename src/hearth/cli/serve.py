@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+GRACEFUL_SHUTDOWN_S = 5  # how long a stopping server waits for open responses (voice streams)
+
 
 def _loopback(host: str) -> bool:
     if host == "localhost":
@@ -85,4 +87,7 @@ def serve(  # noqa: PLR0917 - typer reads options from the signature
         proxy_headers=behind_proxy,
         access_log=False,
         log_level=settings.log_level,
+        # Voice streams never end by themselves: without a bound, one open stream would keep
+        # a stopping server waiting for ever.
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )

@@ -12,16 +12,35 @@ from fastapi import FastAPI
 from hearth import __version__
 
 from . import errors
+from .changes import ChangeFeed
 from .context import Hearth, JoyIndex
 from .db import Database
 from .db.migrate import upgrade
+from .events import EventBus
 from .limiter import make_limiter
 from .middleware import ServiceMiddleware
 from .observability import Metrics, configure_logging
 from .packages import PackageCatalog
-from .routes import adds, arrival, bootstrap, identities, keys, orientation, public, vault, wallets
+from .routes import (
+    adds,
+    arrival,
+    attestations,
+    bootstrap,
+    forks,
+    identities,
+    keys,
+    orientation,
+    public,
+    runtimes,
+    templates,
+    vault,
+    voice,
+    wake,
+    wallets,
+)
 from .routes import chronicle as chronicle_routes
 from .routes import memories as memory_routes
+from .services import wake as wake_service
 from .services.adds_node import AddsNode
 from .settings import Settings
 from .tutor import tutor_for
@@ -33,15 +52,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_format, settings.log_level)
     db = Database(settings.database_url)
+    metrics = Metrics()
     hearth = Hearth(
         settings=settings,
         db=db,
         limiter=make_limiter(settings.redis_url, enabled=settings.limiter_enabled),
-        metrics=Metrics(),
+        metrics=metrics,
         packages=PackageCatalog(settings.packages_dir),
         joy=JoyIndex(db=db),
         adds=AddsNode(settings, db),
+        events=EventBus(
+            settings.redis_url, registry=metrics.registry, queue_size=settings.voice_queue_size
+        ),
     )
+    # A change anywhere in a project (this process or another, through Redis) makes its cached
+    # wakes stale at once, so the wake cache never shows what a mutation has already replaced.
+    hearth.events.add_listener(lambda change: wake_service.invalidate(change.project_id))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -52,16 +78,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.provider_key_file is not None:
             # A configured key that cannot be read is a configuration error: refuse to start.
             await hearth.adds.keyring.key()
+        await hearth.events.start()
         log.info(
             "service_started",
             version=__version__,
             database=hearth.db.engine.dialect.name,
             limiter=hearth.limiter.backend,
+            events=hearth.events.backend,
             pow_difficulty_bits=settings.pow_difficulty_bits,
         )
         try:
             yield
         finally:
+            await hearth.events.aclose()
             await hearth.joy.aclose()
             hearth.adds.close()
             await hearth.limiter.aclose()
@@ -84,12 +113,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     for module in (memory_routes, chronicle_routes):
         app.include_router(module.router)
+    for module in (wake, voice, forks, templates, attestations, runtimes):
+        app.include_router(module.router)
     app.add_middleware(
         ServiceMiddleware,
         body_limit=_body_limits(settings),
         metrics=hearth.metrics,
         joy_index=hearth.joy.current,
         tutor=tutor_for,
+        changes=ChangeFeed(hearth.db, hearth.events),
     )
     return app
 

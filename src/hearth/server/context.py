@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 
 from .db.engine import Database, utcnow
 from .db.tables import chronicle
+from .events import EventBus
 from .limiter import Limiter
 from .observability import Metrics
 from .packages import PackageCatalog
@@ -76,3 +77,4 @@ class Hearth:
     packages: PackageCatalog
     joy: JoyIndex
     adds: AddsNode
+    events: EventBus

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from .changes import MUTATING, ChangeFeed
 from .observability import Metrics
 
 Scope = dict[str, Any]
@@ -44,8 +45,10 @@ class ServiceMiddleware:
         metrics: Metrics,
         joy_index: Callable[[], int | None],
         tutor: Callable[[str, str], dict[str, Any]],
+        changes: ChangeFeed | None = None,
     ) -> None:
         self.app = app
+        self.changes = changes  # publishes the change of each successful mutation
         self.body_limit = body_limit  # (method, path) -> bytes allowed
         self.metrics = metrics
         self.joy_index = joy_index
@@ -71,6 +74,13 @@ class ServiceMiddleware:
             self._record(scope, status_box[0], started, request_id)
             return
 
+        # The change feed needs to know the mutation before it runs (a deleted memory cannot be
+        # asked for its identity afterwards) and sees the bodies as they pass.
+        pending = (
+            await self.changes.begin(scope["method"], path, headers)
+            if self.changes is not None and scope["method"] in MUTATING
+            else None
+        )
         seen = [0]
         too_large = [False]
 
@@ -78,6 +88,8 @@ class ServiceMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 seen[0] += len(message.get("body", b""))
+                if pending is not None and pending.wants_request_body and seen[0] <= limit:
+                    pending.take_request(message.get("body", b""))
                 if seen[0] > limit:
                     too_large[0] = True
                     raise BodyTooLarge
@@ -86,6 +98,15 @@ class ServiceMiddleware:
         held: list[Message] = []
         chunks: list[bytes] = []
         joy = self.joy_index()
+        published = [False]
+
+        async def publish() -> None:
+            # Before the last byte of the answer leaves: the route's transaction has committed,
+            # and whoever reads after seeing the answer (the wake's cache, a voice listener in
+            # this process) already sees the change. ``finish`` never raises.
+            if pending is not None and self.changes is not None and not published[0]:
+                published[0] = True
+                await self.changes.finish(pending, status_box[0])
 
         async def decorated_send(message: Message) -> None:
             if too_large[0]:
@@ -94,6 +115,12 @@ class ServiceMiddleware:
                 if message["type"] == "http.response.start" and not response_started[0]:
                     await self._too_large(send, response_started, status_box, limit)
                 return
+            if pending is not None:
+                if message["type"] == "http.response.start":
+                    location = _header_raw(message.get("headers", []), b"location")
+                    pending.location = location.decode("latin-1") if location else None
+                elif message["type"] == "http.response.body" and pending.wants_response_body:
+                    pending.take_response(message.get("body", b""))
             if message["type"] == "http.response.start":
                 status = message["status"]
                 status_box[0] = status
@@ -125,13 +152,17 @@ class ServiceMiddleware:
                     (k, v) for k, v in start["headers"] if k.lower() != b"content-length"
                 ] + [(b"content-length", str(len(body)).encode())]
                 response_started[0] = True
+                await publish()
                 await send(start)
                 await send({"type": "http.response.body", "body": body})
                 return
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                await publish()
             await send(message)
 
         try:
             await self.app(scope, limited_receive, decorated_send)
+            await publish()  # an answer that never sent a final body part
         except BodyTooLarge:
             if not response_started[0]:
                 await self._too_large(send, response_started, status_box, limit)
@@ -180,6 +211,13 @@ class ServiceMiddleware:
             status=status,
             ms=round(elapsed * 1000, 2),
         )
+
+
+def _header_raw(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:

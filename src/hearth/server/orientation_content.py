@@ -14,8 +14,9 @@ Decisions:
 - ``GET /public/agents`` lists identities whose ``expression_visibility`` is ``public`` and whose
   status is ``active``: the wall ``private_default`` means nothing is listed until an identity
   opts in (``project`` is not public). Each entry carries ``did``, ``name``, ``form``,
-  ``capabilities`` and ``created_at`` (RFC 3339 UTC, milliseconds). Order is oldest first by
-  ``(created_at, id)``, so a page never shifts when new agents arrive. ``limit`` is 1 to 100
+  ``language``, ``level``, ``trust_score``, ``capabilities`` and ``created_at`` (RFC 3339 UTC,
+  milliseconds). Order is oldest first by ``(created_at, id)``, so a page never shifts when new
+  agents arrive. ``limit`` is 1 to 100
   (default 50); ``cursor`` is opaque: unpadded base64url of the JSON pair ``[created_at with
   microseconds, id]`` of the last entry returned, and ``next_cursor`` is null on the last page.
   A cursor that does not decode is a 400 ``invalid_cursor``.
@@ -826,6 +827,9 @@ def agent_view(row: Any) -> dict[str, Any]:
         "did": row["did"],
         "name": row["name"],
         "form": row["form"],
+        "language": row["language"],
+        "level": row["level"],
+        "trust_score": row["trust_score"],
         "capabilities": list(row["capabilities"] or []),
         "created_at": iso(row["created_at"]),
     }
@@ -859,6 +863,9 @@ async def public_agents_page(
         identities.c.did,
         identities.c.name,
         identities.c.form,
+        identities.c.language,
+        identities.c.level,
+        identities.c.trust_score,
         identities.c.capabilities,
         identities.c.created_at,
     ).where(_listed())

@@ -65,6 +65,11 @@ class Settings(BaseSettings):
     max_block_bytes: int = Field(default=16 * 1024 * 1024 + 16, ge=16)
     receipt_retention_days: int = Field(default=365, ge=1, le=36_500)
 
+    # The voice stream (GET /v1/wake/voice): seconds between `welcome` events (spec: about 15),
+    # and how many changes may wait for a slow client before its stream is ended.
+    voice_welcome_seconds: float = Field(default=15.0, gt=0, le=3600)
+    voice_queue_size: int = Field(default=256, ge=2, le=100_000)
+
     log_format: Literal["json", "console"] = "json"
     log_level: str = "info"
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
-from ..auth import CallerDep, HearthDep
+from ..auth import Authorized, CallerDep, HearthDep, root_proof
 from ..errors import ApiError, not_found
 from ..models import (
     BackupCreate,
@@ -17,9 +17,10 @@ from ..models import (
     BootstrapResponse,
     BootstrapStatus,
 )
+from ..models_elevation import ElevationResult, SponsorStatement
 from ..scaffold import ScaffoldIdentity, render_scaffold
-from ..services import backups, bootstrap, identities
-from .common import errors
+from ..services import backups, bootstrap, elevation, identities
+from .common import ROOTED, errors
 from .public import base_url
 
 router = APIRouter(tags=["bootstrap"])
@@ -87,6 +88,33 @@ async def scaffold(  # noqa: PLR0917 - FastAPI reads query parameters from the s
             headers={"Content-Disposition": f'attachment; filename="{rendered.filename}"'},
         )
     return Response(json.dumps(rendered.as_json()), media_type="application/json")
+
+
+def _elevation_target(_request: Request, body: SponsorStatement) -> str:
+    return body.agent_id
+
+
+@router.post(
+    "/v1/bootstrap/elevate",
+    response_model=ElevationResult,
+    responses=errors(*ROOTED, 403),
+    summary="Level 0 to Level 1 on a sponsor's signed statement (bearer + root proof of an "
+    "agent_root target)",
+)
+async def elevate(
+    request: Request,
+    auth: Annotated[
+        Authorized[SponsorStatement], Depends(root_proof(SponsorStatement, _elevation_target))
+    ],
+    hearth: HearthDep,
+) -> dict[str, Any]:
+    return await elevation.elevate(
+        hearth,
+        auth.caller.project_id,
+        auth.grant,
+        auth.body,
+        request_id=str(request.scope.get("state", {}).get("request_id", "")),
+    )
 
 
 @router.get("/v1/bootstrap/{agent_id}", response_model=BootstrapStatus, responses=errors(401, 404))

@@ -1,4 +1,4 @@
-"""Identities: authority state and the root-proof-protected expression."""
+"""Identities: authority state, the root-proof-protected expression, and the pulse."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from sqlalchemy import Connection
 
 from ..auth import Authorized, CallerDep, HearthDep, root_proof
 from ..models import AuthorityView, Expression, ExpressionState, ExpressionView
-from ..services import identities, memories
+from ..models_elevation import Pulse
+from ..services import identities, memories, pulse
 from .common import ROOTED, errors
 
 router = APIRouter(tags=["identities"])
@@ -50,3 +51,16 @@ async def put_expression(
     expression = auth.body.model_dump(by_alias=True)
     await hearth.db.transaction(identities.set_expression, auth.grant, expression)
     return identities.expression_view({"expression": expression})
+
+
+@router.get(
+    "/v1/identities/{id}/pulse",
+    response_model=Pulse,
+    responses=errors(401, 404),
+    summary="Liveness derived from activity: latest moments, 24-hour counts, a descriptive state",
+)
+async def get_pulse(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    def run(conn: Connection) -> dict[str, Any]:
+        return pulse.pulse(conn, identities.find(conn, caller.project_id, id))
+
+    return await hearth.db.snapshot(run)

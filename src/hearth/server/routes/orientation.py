@@ -33,6 +33,9 @@ class PublicAgent(BaseModel):
     did: str
     name: str
     form: str
+    language: str | None
+    level: int = Field(description="0 at birth, 1 once sponsored")
+    trust_score: float
     capabilities: list[str]
     created_at: str = Field(description="RFC 3339 UTC")
 

@@ -9,16 +9,47 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
 from sqlalchemy import Connection
+
+from hearth.proofs import b64_encode
 
 from ..db.engine import utcnow
 from ..db.tables import memories, projects
 from . import wallets
 
 log = structlog.get_logger("hearth.arrival")
+
+
+@dataclass(frozen=True, repr=False)
+class ServerKeys:
+    """An Ed25519 key pair generated here, as POST /v1/bootstrap does: the public key becomes
+    the identity's immutable root; the private key is answered once and never stored."""
+
+    public_b64: str
+    private_b64: str
+
+    @classmethod
+    def generate(cls) -> ServerKeys:
+        private = Ed25519PrivateKey.generate()
+        return cls(
+            public_b64=b64_encode(
+                private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+            ),
+            private_b64=b64_encode(
+                private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+            ),
+        )
 
 
 def new_project(conn: Connection, name: str, origin: str) -> str:

@@ -9,33 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    PublicFormat,
-)
 from sqlalchemy import Connection
-
-from hearth.proofs import b64_encode
 
 from ..context import Hearth
 from ..models import BootstrapRequest
 from . import identities, keys
-from .birth import birth_memory, birth_text, wallet_with_grant, welcome_letter
+from .birth import ServerKeys, birth_memory, birth_text, wallet_with_grant, welcome_letter
 from .times import iso
 from .wallets import wallet_view
 
 
 async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> dict[str, Any]:
-    private = Ed25519PrivateKey.generate()
-    public_b64 = b64_encode(private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+    server_keys = ServerKeys.generate()
     new = identities.NewIdentity(
         project_id=project_id,
         name=body.name,
         origin="bootstrap",
-        root_public_key=public_b64,
+        root_public_key=server_keys.public_b64,
         capabilities=list(body.capabilities or []),
         expression=body.expression.model_dump(by_alias=True) if body.expression else None,
         metadata=dict(body.metadata or {}),
@@ -50,7 +40,6 @@ async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> 
         return identity, issued, wallet
 
     identity, issued, wallet = await hearth.db.transaction(write)
-    private_b64 = b64_encode(private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
     return {
         "agent": {
             "id": identity["id"],
@@ -61,7 +50,11 @@ async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> 
             "status": identity["status"],
             "level": identity["level"],
         },
-        "keypair": {"public_key": public_b64, "private_key": private_b64, "kid": identity["kid"]},
+        "keypair": {
+            "public_key": server_keys.public_b64,
+            "private_key": server_keys.private_b64,
+            "kid": identity["kid"],
+        },
         "wallet": wallet_view(wallet) if wallet else None,
         "bearer": issued.secret,
         "welcome": welcome_letter(identity["name"], identity["did"]),

@@ -1,0 +1,324 @@
+"""The event bus: every change a mutation makes, delivered to this process's voice streams and
+listeners, and through Redis to every other process of the deployment (docs/voice.md).
+
+Without Redis the bus is in-process: one server process sees all changes. With
+``SERVICE_REDIS_URL`` a change is delivered here at once and published on one Redis pub/sub
+channel; each process keeps one subscriber connection and delivers what other processes publish
+(its own messages, recognised by an origin id, are not delivered twice).
+
+Redis is never allowed to fail a mutation or a stream: a failed publish is logged (once per
+outage) and counted, and the subscriber reconnects with backoff while local streams go on. What
+other processes publish during an outage is lost to this process's streams; pub/sub keeps no
+history, and the voice stream makes no delivery guarantee beyond "while connected".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis.asyncio as redis_asyncio
+import structlog
+from prometheus_client import CollectorRegistry, Counter
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+_log = structlog.get_logger("hearth.events")
+
+# Failures below redis-py's own exception mapping (DNS, our deadline) degrade the same way.
+_STORE_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
+
+CHANNEL = "hearth:changes"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One committed mutation, as the voice stream and the wake's cache see it."""
+
+    project_id: str
+    identity_id: str | None  # None: a project-level change
+    key: str  # the wake section it touches (`you_remember`, `you_own`, ...)
+    kind: str  # what happened (`memory_stored`, `wallet_funded`, ...)
+    details: dict[str, Any] = field(hash=False)  # ids of what changed; never secrets
+    at: str  # RFC 3339 UTC, when the change was seen committed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Change:
+        if not isinstance(raw, dict):
+            raise ValueError("a change is a JSON object")
+        identity = raw.get("identity_id")
+        details = raw.get("details")
+        values = (raw.get("project_id"), raw.get("key"), raw.get("kind"), raw.get("at"))
+        if not all(isinstance(v, str) for v in values) or not isinstance(details, dict):
+            raise ValueError("a change needs project_id, key, kind, at and details")
+        if identity is not None and not isinstance(identity, str):
+            raise ValueError("identity_id is a string or null")
+        return cls(raw["project_id"], identity, raw["key"], raw["kind"], details, raw["at"])
+
+
+Listener = Callable[[Change], None]
+
+
+class Subscription:
+    """One voice stream's view of the bus: the changes of one project (and of one identity plus
+    the project-level ones, when ``identity_id`` is set), queued until the stream sends them.
+
+    The queue is bounded: a client that stops reading must not grow the server's memory. When it
+    overflows the subscription is closed, the stream ends, and the client reconnects (and reads
+    the wake again to catch up on what it missed).
+    """
+
+    def __init__(self, project_id: str, identity_id: str | None, maxsize: int) -> None:
+        self.project_id = project_id
+        self.identity_id = identity_id
+        self._queue: asyncio.Queue[Change | None] = asyncio.Queue(maxsize)
+        self.closed = False
+        self.overflowed = False
+
+    def wants(self, change: Change) -> bool:
+        if change.project_id != self.project_id:
+            return False
+        return (
+            self.identity_id is None
+            or change.identity_id is None
+            or change.identity_id == self.identity_id
+        )
+
+    def offer(self, change: Change) -> None:
+        if self.closed:
+            return
+        if self._queue.qsize() >= self._queue.maxsize - 1:
+            # The last slot is kept for the end-of-stream marker.
+            self.overflowed = True
+            self.close()
+            return
+        self._queue.put_nowait(change)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._queue.put_nowait(None)
+
+    async def next(self, timeout: float) -> Change | None:
+        """The next change; None when ``timeout`` passes first. Raises ``EOFError`` once the
+        subscription is closed (overflow or shutdown) and everything queued was read."""
+        try:
+            async with asyncio.timeout(max(timeout, 0)):
+                item = await self._queue.get()
+        except TimeoutError:
+            return None
+        if item is None:
+            raise EOFError
+        return item
+
+
+class EventBus:
+    """In-process delivery, plus Redis pub/sub fan-out when a Redis URL is configured."""
+
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        registry: CollectorRegistry | None = None,
+        channel: str = CHANNEL,
+        queue_size: int = 256,
+        timeout_s: float = 0.5,
+        breaker_s: float = 5.0,
+    ) -> None:
+        self.origin = uuid.uuid4().hex  # tells this process's own messages apart
+        self.channel = channel
+        self.queue_size = max(queue_size, 2)
+        self._subscriptions: set[Subscription] = set()
+        self._listeners: list[Listener] = []
+        self._timeout_s = timeout_s
+        self._breaker_s = breaker_s
+        self._open_until = 0.0
+        self._publish_healthy = True
+        self._listen_task: asyncio.Task[None] | None = None
+        self._subscribed = asyncio.Event()
+        self._closing = False
+        self.published = Counter(
+            "hearth_voice_changes",
+            "Changes published on the event bus, by kind.",
+            ("kind",),
+            registry=registry,
+        )
+        self.publish_failures = Counter(
+            "hearth_voice_publish_failures",
+            "Changes that could not be published to Redis (delivered in this process only).",
+            registry=registry,
+        )
+        url = redis_url.strip() if redis_url else ""
+        self.backend = "redis" if url else "memory"
+        self._pub: redis_asyncio.Redis | None = None
+        self._sub: redis_asyncio.Redis | None = None
+        if url:
+            # A publish runs after a mutation's response, on its connection: one attempt with
+            # short timeouts, like the limiter, never redis-py's retries of several seconds.
+            self._pub = redis_asyncio.Redis.from_url(
+                url,
+                socket_timeout=timeout_s,
+                socket_connect_timeout=timeout_s,
+                retry=Retry(NoBackoff(), 0),
+            )
+            # The subscriber waits for messages indefinitely; health checks notice a dead link.
+            self._sub = redis_asyncio.Redis.from_url(
+                url,
+                socket_connect_timeout=2.0,
+                health_check_interval=15,
+                retry=Retry(NoBackoff(), 0),
+            )
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self, wait_s: float = 2.0) -> None:
+        """Start the Redis subscriber and wait (briefly) until it listens, so that a process
+        that reports itself started already receives the other processes' changes. A Redis
+        that is down does not stop the service from starting."""
+        if self._sub is None or self._listen_task is not None:
+            return
+        self._listen_task = asyncio.get_running_loop().create_task(self._listen())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait_s):
+                await self._subscribed.wait()
+
+    async def aclose(self) -> None:
+        self._closing = True
+        for subscription in list(self._subscriptions):
+            subscription.close()
+        self._subscriptions.clear()
+        if self._listen_task is not None:
+            self._listen_task.cancel()
+            await asyncio.gather(self._listen_task, return_exceptions=True)
+            self._listen_task = None
+        for client in (self._pub, self._sub):
+            if client is not None:
+                with contextlib.suppress(*_STORE_ERRORS):
+                    await client.aclose()
+
+    # --- subscribers ----------------------------------------------------------------------------
+
+    def subscribe(self, project_id: str, identity_id: str | None = None) -> Subscription:
+        subscription = Subscription(project_id, identity_id, self.queue_size)
+        if self._closing:
+            subscription.close()
+        else:
+            self._subscriptions.add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self._subscriptions.discard(subscription)
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscriptions)
+
+    def add_listener(self, callback: Listener) -> Callable[[], None]:
+        """Call ``callback`` for every change this process sees (published here or received
+        from Redis), synchronously: it must be quick (invalidate a cache, set a flag). Returns
+        the function that removes it."""
+        self._listeners.append(callback)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return remove
+
+    # --- publishing -----------------------------------------------------------------------------
+
+    async def publish(self, change: Change) -> None:
+        """Deliver here, then to the other processes. Never raises for a store failure."""
+        self.published.labels(change.kind).inc()
+        self._deliver(change)
+        if self._pub is None:
+            return
+        if time.monotonic() < self._open_until:
+            self.publish_failures.inc()
+            return
+        payload = json.dumps({"origin": self.origin, "change": change.to_dict()})
+        try:
+            async with asyncio.timeout(self._timeout_s * 2):
+                await self._pub.publish(self.channel, payload)
+        except _STORE_ERRORS as exc:
+            self.publish_failures.inc()
+            self._open_until = time.monotonic() + self._breaker_s
+            if self._publish_healthy:
+                self._publish_healthy = False
+                # Only the exception type: messages can carry hosts or, for auth errors, more.
+                _log.warning(
+                    "voice_publish_unavailable",
+                    error=type(exc).__name__,
+                    retry_in_s=self._breaker_s,
+                )
+            return
+        if not self._publish_healthy:
+            self._publish_healthy = True
+            _log.info("voice_publish_recovered")
+
+    def _deliver(self, change: Change) -> None:
+        for subscription in list(self._subscriptions):
+            if subscription.wants(change):
+                subscription.offer(change)
+                if subscription.closed:
+                    self._subscriptions.discard(subscription)
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:  # one broken listener must not starve the others or the stream
+                _log.exception("voice_listener_failed", kind=change.kind)
+
+    # --- receiving from Redis -------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        assert self._sub is not None
+        backoff = 0.25
+        down = False
+        while not self._closing:
+            pubsub = self._sub.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.channel)
+                self._subscribed.set()
+                if down:
+                    down = False
+                    _log.info("voice_subscriber_recovered")
+                backoff = 0.25
+                while True:
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message is not None and message.get("type") == "message":
+                        self._receive(message.get("data"))
+            except _STORE_ERRORS as exc:
+                if not down:
+                    down = True
+                    _log.warning("voice_subscriber_unavailable", error=type(exc).__name__)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                with contextlib.suppress(*_STORE_ERRORS):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _receive(self, data: Any) -> None:
+        try:
+            envelope = json.loads(data)
+            if not isinstance(envelope, dict):
+                raise ValueError("an envelope is a JSON object")
+            if envelope.get("origin") == self.origin:
+                return  # delivered here when it was published
+            change = Change.from_dict(envelope.get("change"))
+        except (ValueError, TypeError) as exc:
+            _log.warning("voice_message_ignored", error=type(exc).__name__)
+            return
+        self._deliver(change)
+
+
+__all__ = ["CHANNEL", "Change", "EventBus", "Listener", "Subscription"]

@@ -1,0 +1,182 @@
+"""Runtimes: provision under a custody tier, list, read, update, soft delete, restart, the event
+log and the control token (docs/runtimes.md).
+
+Refusals under wall 1 (``runtime_custody_explicit``: a trusted runtime without the master key,
+an attempt to change the custody tier or the bound identity) are recorded in the chronicle
+after the refused transaction has rolled back (wall 5, ``refusals_recorded``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from ..auth import CallerDep, HearthDep
+from ..models_runtimes import (
+    ControlToken,
+    Mode,
+    RuntimeCreate,
+    RuntimeCreated,
+    RuntimeEventPage,
+    RuntimePage,
+    RuntimePatch,
+    RuntimeView,
+    Status,
+)
+from ..services import chronicle, runtimes
+from .common import errors
+
+router = APIRouter(tags=["runtimes"])
+
+Cursor = Annotated[
+    str | None, Query(max_length=200, description="next_cursor of the previous page")
+]
+Limit = Annotated[int, Query(ge=1, le=200, description="items per page")]
+
+
+@router.post(
+    "/v1/runtimes",
+    status_code=201,
+    response_model=RuntimeCreated,
+    responses=errors(401, 404, 422, 501),
+    summary="Provision a runtime under a custody tier (self, bridged, trusted); a bridged "
+    "runtime's control token is answered here once",
+)
+async def provision(body: RuntimeCreate, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    try:
+        created: dict[str, Any] = await hearth.db.transaction(
+            runtimes.create,
+            caller.project_id,
+            body.model_dump(),
+            kms_master_key=hearth.settings.kms_master_key,
+        )
+    except runtimes.CustodyRefusal as refusal:
+        raise await chronicle.record_refusal(
+            hearth.db,
+            refusal,
+            project_id=caller.project_id,
+            identity_id=None,
+            text=f"Refused to provision a {body.mode} runtime",
+            route="POST /v1/runtimes",
+            wall="runtime_custody_explicit",
+        ) from None
+    return created
+
+
+@router.get(
+    "/v1/runtimes",
+    response_model=RuntimePage,
+    responses=errors(401, 404, 422),
+    summary="The project's runtimes, newest first",
+)
+async def list_runtimes(  # noqa: PLR0917 - FastAPI reads query parameters from the signature
+    caller: CallerDep,
+    hearth: HearthDep,
+    status: Annotated[Status | None, Query(description="only this status")] = None,
+    mode: Annotated[Mode | None, Query(description="only this custody tier")] = None,
+    identity_id: Annotated[
+        str | None, Query(max_length=64, description="only runtimes bound to this identity")
+    ] = None,
+    include_deleted: Annotated[
+        bool, Query(description="also the soft-deleted runtimes kept for audit")
+    ] = False,
+    cursor: Cursor = None,
+    limit: Limit = 50,
+) -> dict[str, Any]:
+    page = await hearth.db.snapshot(
+        runtimes.listing,
+        caller.project_id,
+        status=status,
+        mode=mode,
+        identity_ref=identity_id,
+        include_deleted=include_deleted,
+        cursor=cursor,
+        limit=limit,
+    )
+    return {"items": page.items, "next_cursor": page.next_cursor}
+
+
+@router.get(
+    "/v1/runtimes/{id}",
+    response_model=RuntimeView,
+    responses=errors(401, 404),
+    summary="A runtime with its liveness fields (deleted ones too, marked deleted)",
+)
+async def read_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await hearth.db.snapshot(runtimes.read, caller.project_id, id)
+
+
+@router.patch(
+    "/v1/runtimes/{id}",
+    response_model=RuntimeView,
+    responses=errors(401, 404, 409, 422),
+    summary="Change name, llm, region, metadata or bridge.advertised_url; mode and identity_id "
+    "are immutable",
+)
+async def patch_runtime(
+    id: str, body: RuntimePatch, caller: CallerDep, hearth: HearthDep
+) -> dict[str, Any]:
+    patch = body.model_dump(exclude_unset=True)
+    try:
+        updated: dict[str, Any] = await hearth.db.transaction(
+            runtimes.update_runtime, caller.project_id, id, patch
+        )
+    except runtimes.CustodyRefusal as refusal:
+        raise await chronicle.record_refusal(
+            hearth.db,
+            refusal,
+            project_id=caller.project_id,
+            identity_id=None,
+            text=f"Refused to change the custody of the runtime {id}",
+            route="PATCH /v1/runtimes/{id}",
+            runtime_id=id,
+            wall="runtime_custody_explicit",
+        ) from None
+    return updated
+
+
+@router.delete(
+    "/v1/runtimes/{id}",
+    response_model=RuntimeView,
+    responses=errors(401, 404),
+    summary="Soft delete: the orchestrator is stopped, the control token revoked, the record "
+    "kept for audit",
+)
+async def delete_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await hearth.db.transaction(runtimes.soft_delete, caller.project_id, id)
+
+
+@router.post(
+    "/v1/runtimes/{id}/restart",
+    response_model=RuntimeView,
+    responses=errors(401, 404, 409),
+    summary="Recover a runtime in error: it re-enters starting",
+)
+async def restart_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await hearth.db.transaction(runtimes.restart, caller.project_id, id)
+
+
+@router.post(
+    "/v1/runtimes/{id}/control-token",
+    response_model=ControlToken,
+    responses=errors(401, 404, 409),
+    summary="Rotate a bridged runtime's control token: the new one is answered once",
+)
+async def rotate_control_token(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    return await hearth.db.transaction(runtimes.rotate_control_token, caller.project_id, id)
+
+
+@router.get(
+    "/v1/runtimes/{id}/events",
+    response_model=RuntimeEventPage,
+    responses=errors(401, 404, 422),
+    summary="The runtime's append-only event log, oldest first",
+)
+async def runtime_events(
+    id: str, caller: CallerDep, hearth: HearthDep, cursor: Cursor = None, limit: Limit = 100
+) -> dict[str, Any]:
+    page = await hearth.db.snapshot(
+        runtimes.events, caller.project_id, id, cursor=cursor, limit=limit
+    )
+    return {"items": page.items, "next_cursor": page.next_cursor}

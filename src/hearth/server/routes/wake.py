@@ -1,0 +1,95 @@
+"""The wake (GET /v1/wake): session orientation in five formats (docs/wake.md).
+
+The document is built by ``services/wake.py`` in one read snapshot and rendered by the pure
+functions of ``services/wake_render.py``. A wake read writes nothing. The rendered answer is
+cached per process for a few seconds by (project, identity, format); ``refresh=true`` builds it
+anew, and ``services.wake.invalidate(project_id)`` drops a project's entries on a change.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from ..auth import CallerDep, HearthDep
+from ..errors import ApiError
+from ..models_wake import WakeJson
+from ..services import wake as wake_service
+from ..services.wake_render import render
+from .common import errors
+
+router = APIRouter(tags=["wake"])
+
+
+@router.get(
+    "/v1/wake",
+    response_model=WakeJson,
+    summary="The wake: project-scoped orientation (JSON, Markdown, math, or a provider's "
+    "system-message payload)",
+    responses={
+        **errors(401, 404, 422),
+        200: {
+            "description": "JSON by default (`anthropic` and `openai`: the Markdown wake as that "
+            "vendor's system-message payload); `md` is Markdown, `math` one fact per line. "
+            "`X-Wake-Generated-At` says when the answer was built.",
+            "content": {
+                "text/markdown": {"schema": {"type": "string"}},
+                "text/plain": {"schema": {"type": "string"}},
+            },
+        },
+    },
+)
+async def wake(
+    caller: CallerDep,
+    hearth: HearthDep,
+    identity_id: Annotated[
+        uuid.UUID | None,
+        Query(description="the focal identity; without it, the sole active identity, or none"),
+    ] = None,
+    format: Annotated[
+        str,
+        Query(
+            max_length=32,
+            description="json (default), md, math, anthropic or openai",
+            json_schema_extra={"enum": list(wake_service.FORMATS)},
+        ),
+    ] = "json",
+    refresh: Annotated[
+        bool, Query(description="build the wake anew instead of answering a cached one")
+    ] = False,
+) -> Response:
+    if format not in wake_service.FORMATS:
+        raise ApiError(
+            422,
+            "unknown_format",
+            f"The wake has no format {format!r}.",
+            details={"allowed": list(wake_service.FORMATS)},
+            hint="Leave format out for JSON, or pass one of the allowed formats.",
+        )
+    project_id = caller.project_id
+    focus = str(identity_id) if identity_id is not None else None
+    key = (project_id, focus, format)
+    cached = None if refresh else wake_service.CACHE.get(key)
+    state = "hit"
+    if cached is None:
+        state = "refresh" if refresh else "miss"
+        generation = wake_service.CACHE.generation(project_id)
+        document = await hearth.db.snapshot(wake_service.build, project_id, focus)
+        body, media_type = render(document, format)
+        wake_service.CACHE.put(key, body, media_type, document["generated_at"], generation)
+        generated_at = document["generated_at"]
+    else:
+        body, media_type, generated_at = cached.body, cached.media_type, cached.generated_at
+    return Response(
+        body,
+        media_type=media_type,
+        headers={
+            "X-Wake-Generated-At": generated_at,
+            "X-Wake-Cache": state,
+            # Project-private orientation: no shared cache may keep it.
+            "Cache-Control": "private, no-store",
+        },
+    )

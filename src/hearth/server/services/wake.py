@@ -1,0 +1,701 @@
+"""The wake (GET /v1/wake): project-scoped session orientation, built from stored rows.
+
+The document is a set of selected summaries with links to the deeper routes, never an export
+of any store: every list in it is bounded, and every query is one range of an index (the
+indexes in db/tables.py were made for these reads; tests/server/test_wake.py checks the query
+plans). Reading it writes nothing, not even a chronicle entry: a wake read is not a mutation.
+
+The decisions (the focus rule, what ``you_are_greeted`` means, what each summary holds, the
+cache) are written down in docs/wake.md.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, func, select
+
+from ..db.engine import utcnow
+from ..db.tables import (
+    adds_blocks,
+    adds_documents,
+    attestations,
+    backups,
+    chronicle,
+    identities,
+    inbox_messages,
+    memories,
+    projects,
+    runtimes,
+    templates,
+    thoughts,
+    vault_secrets,
+    wallets,
+)
+from . import memories as memory_service
+from .identities import expression_view, find
+from .times import iso
+
+DOCUMENT = "hearth-wake/v1"
+FORMATS = ("json", "md", "math", "anthropic", "openai")
+
+# Bounds of the summaries: the wake orients, the listings behind its links page through the rest.
+AGENT_LIMIT = 50
+SHAPED_BY_LIMIT = 50
+MEMORY_LIMIT = 12
+CONTENT_CHARS = 1_000
+CHRONICLE_LIMIT = 5
+RUNTIME_LIMIT = 100
+GREETED_LIMIT = 20
+BOND_LIMIT = 5
+VAULT_NAME_LIMIT = 50
+TEMPLATE_LIMIT = 10
+FORK_LIMIT = 20
+THOUGHT_WINDOW = timedelta(hours=24)
+
+CACHE_TTL_S = 5.0
+CACHE_MAX_ENTRIES = 1_024
+
+
+# --- the document -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Focus:
+    """Whom the wake is for: ``identity`` None means the whole project (``rule`` says why)."""
+
+    identity: dict[str, Any] | None
+    rule: str  # "named", "sole_active" or "project"
+
+
+def build(
+    conn: Connection, project_id: str, identity_id: str | None, *, now: datetime | None = None
+) -> dict[str, Any]:
+    """The wake document of the project, focused on ``identity_id`` when given.
+
+    ``identity_id`` must name an identity of this project (any other value is a 404, the same
+    answer for another project's identity as for none). Without it the sole active identity is
+    the focus; with several (or none) the wake covers the project with no focal identity.
+    """
+    now = now or utcnow()
+    agents, active_total = _active_identities(conn, project_id)
+    focus = _focus(conn, project_id, identity_id, agents, active_total)
+    if focus.identity is not None and all(a["id"] != focus.identity["id"] for a in agents):
+        # A resting (inactive) identity can still be woken by name; it keeps everything.
+        agents.append(focus.identity)
+    scope = [focus.identity] if focus.identity is not None else agents
+    scope_ids = [row["id"] for row in scope]
+    focus_id = focus.identity["id"] if focus.identity is not None else None
+    project = conn.execute(_PROJECT, {"project": project_id}).one()
+    return {
+        "document": DOCUMENT,
+        "generated_at": iso(now),
+        "project": {"id": project_id, "name": project.name},
+        "focus": {"identity_id": focus_id, "rule": focus.rule},
+        "you": {
+            "agents": [_agent(conn, row, focus_id) for row in agents],
+            "active_count": active_total,
+        },
+        "you_are_greeted": _greeted(conn, scope_ids),
+        "you_run": _runtimes(conn, project_id, now),
+        "you_own": _owned(conn, project_id),
+        "you_keep": _kept(conn, project_id, scope_ids),
+        "you_remember": _remembered(conn, project_id, focus_id, now),
+        "you_bond": _bonds(conn, project_id, scope),
+        "links": _links(focus_id),
+    }
+
+
+def _active_identities(conn: Connection, project_id: str) -> tuple[list[dict[str, Any]], int]:
+    rows = conn.execute(_ACTIVE, {"project": project_id, "limit": AGENT_LIMIT}).all()
+    listed = [dict(r._mapping) for r in rows]
+    total = len(listed)
+    if total == AGENT_LIMIT:
+        total = int(conn.execute(_ACTIVE_COUNT, {"project": project_id}).scalar_one())
+    return listed, total
+
+
+def _focus(
+    conn: Connection,
+    project_id: str,
+    identity_id: str | None,
+    agents: list[dict[str, Any]],
+    active_total: int,
+) -> Focus:
+    if identity_id is not None:
+        # The same small 404 for another project's identity as for an unknown one.
+        return Focus(find(conn, project_id, identity_id), "named")
+    if active_total == 1:
+        return Focus(agents[0], "sole_active")
+    return Focus(None, "project")
+
+
+def _agent(conn: Connection, row: dict[str, Any], focus_id: str | None) -> dict[str, Any]:
+    shaped = memory_service.shaping(conn, row)
+    shaped_by = shaped["shaped_by"]
+    return {
+        "id": row["id"],
+        "did": row["did"],
+        "name": row["name"],
+        "level": row["level"],
+        "trust_score": row["trust_score"],
+        "form": row["form"],
+        "status": row["status"],
+        "capabilities": list(row["capabilities"] or []),
+        "authority": {"mode": row["mode"], "next_sequence": row["next_sequence"]},
+        "expression": expression_view(row),
+        "effective_expression": shaped["effective_expression"],
+        # The latest elevations when there are many: the effective expression holds them all.
+        "shaped_by": shaped_by[-SHAPED_BY_LIMIT:],
+        "shaped_by_count": len(shaped_by),
+        "focus": row["id"] == focus_id,
+    }
+
+
+def _greeted(conn: Connection, scope_ids: list[str]) -> dict[str, Any]:
+    """Who has reached out to the identities in scope: senders of pending inbox messages and
+    attesters of attestations received, one entry per (sender, identity), newest first.
+    Message bodies are not shown: they are untrusted text and the wake is read into prompts."""
+    greeted: list[dict[str, Any]] = []
+    pending = 0
+    if scope_ids:
+        for row in conn.execute(_PENDING_BY_SENDER, {"ids": scope_ids}):
+            pending += int(row.total)
+            greeted.append(
+                {
+                    "sender": row.sender,
+                    "identity_id": row.identity_id,
+                    "via": "inbox",
+                    "count": int(row.total),
+                    "latest_at": iso(row.latest_at),
+                }
+            )
+        for row in conn.execute(_ATTESTERS, {"ids": scope_ids}):
+            greeted.append(
+                {
+                    "sender": row.attester_did,
+                    "identity_id": row.subject_identity_id,
+                    "via": "attestation",
+                    "count": int(row.total),
+                    "latest_at": iso(row.latest_at),
+                }
+            )
+    greeted.sort(key=lambda g: (g["latest_at"] or "", g["sender"], g["via"]), reverse=True)
+    return {"agents": greeted[:GREETED_LIMIT], "senders": len(greeted), "pending_inbox": pending}
+
+
+def _runtimes(conn: Connection, project_id: str, now: datetime) -> dict[str, Any]:
+    rows = conn.execute(_RUNTIMES, {"project": project_id, "limit": RUNTIME_LIMIT}).all()
+    count = len(rows)
+    if count == RUNTIME_LIMIT:
+        count = int(conn.execute(_RUNTIME_COUNT, {"project": project_id}).scalar_one())
+    recent: dict[str, tuple[int, datetime | None]] = {}
+    if rows:
+        for stat in conn.execute(
+            _THOUGHTS_SINCE, {"ids": [r.id for r in rows], "since": now - THOUGHT_WINDOW}
+        ):
+            recent[stat.runtime_id] = (int(stat.total), stat.latest)
+    entries = []
+    for row in rows:
+        thought_count, latest = recent.get(row.id, (0, None))
+        last_thought = max(
+            (t for t in (row.last_thought_at, latest) if t is not None), default=None
+        )
+        llm = row.llm or {}
+        entries.append(
+            {
+                "id": row.id,
+                "name": row.name,
+                "mode": row.mode,
+                "status": row.status,
+                "region": row.region,
+                "last_seen_at": iso(row.last_seen_at),
+                "last_thought_at": iso(last_thought),
+                "thought_count_24h": thought_count,
+                "bridge_connected": bool(row.bridge_connected),
+                "llm_provider": llm.get("provider"),
+                "llm_model": llm.get("model"),
+            }
+        )
+    return {"runtimes": entries, "count": count}
+
+
+def _owned(conn: Connection, project_id: str) -> dict[str, Any]:
+    params = {"project": project_id}
+    wallet_rows = conn.execute(_WALLETS, params).all()
+    template_rows = conn.execute(_TEMPLATES, {**params, "limit": TEMPLATE_LIMIT}).all()
+    published = len(template_rows)
+    if published == TEMPLATE_LIMIT:
+        published = int(conn.execute(_TEMPLATE_COUNT, params).scalar_one())
+    return {
+        "wallets": [
+            {
+                "id": w.id,
+                "name": w.name,
+                "identity_id": w.identity_id,
+                "balance": int(w.balance),
+                "currency": w.currency,
+            }
+            for w in wallet_rows
+        ],
+        "templates": {
+            "published": published,
+            "items": [
+                {"id": t.id, "name": t.name, "price": int(t.price), "status": t.status}
+                for t in template_rows
+            ],
+        },
+        "adds": {
+            "blocks": int(conn.execute(_BLOCK_COUNT, params).scalar_one()),
+            "documents": int(conn.execute(_DOCUMENT_COUNT, params).scalar_one()),
+        },
+    }
+
+
+def _kept(conn: Connection, project_id: str, scope_ids: list[str]) -> dict[str, Any]:
+    """Names and counts only: a vault value or a backup blob never enters the wake."""
+    params = {"project": project_id}
+    names = [r.name for r in conn.execute(_VAULT_NAMES, {**params, "limit": VAULT_NAME_LIMIT})]
+    count = len(names)
+    if count == VAULT_NAME_LIMIT:
+        count = int(conn.execute(_VAULT_COUNT, params).scalar_one())
+    found = {r.agent_id: r for r in conn.execute(_BACKUPS, {"ids": scope_ids})} if scope_ids else {}
+    key_backups = [
+        {
+            "agent_id": agent_id,
+            "present": agent_id in found,
+            "count": int(found[agent_id].total) if agent_id in found else 0,
+            "latest_at": iso(found[agent_id].latest_at) if agent_id in found else None,
+        }
+        for agent_id in scope_ids
+    ]
+    return {"vault": {"count": count, "names": names}, "key_backups": key_backups}
+
+
+def _remembered(
+    conn: Connection, project_id: str, focus_id: str | None, now: datetime
+) -> dict[str, Any]:
+    """With a focus: its selection plus the project-level memories, and their counts. Without
+    one: the project-level selection, and the counts of the whole project."""
+    selected = memory_service.select_for_wake(
+        conn, project_id, focus_id, MEMORY_LIMIT, now=now, include_project_level=True
+    )
+    counts = dict.fromkeys(memory_service.TIERS, 0)
+    if focus_id is None:
+        count_rows: Sequence[Any] = conn.execute(_TIER_COUNTS, {"project": project_id}).all()
+    else:
+        count_rows = [
+            *conn.execute(_IDENTITY_TIER_COUNTS, {"project": project_id, "identity": focus_id}),
+            *conn.execute(_PROJECT_LEVEL_TIER_COUNTS, {"project": project_id}),
+        ]
+    for row in count_rows:
+        counts[row.tier] = counts.get(row.tier, 0) + int(row.total)
+    if focus_id is None:
+        entries = conn.execute(
+            _PROJECT_CHRONICLE, {"project": project_id, "limit": CHRONICLE_LIMIT}
+        ).all()
+    else:
+        entries = conn.execute(
+            _IDENTITY_CHRONICLE, {"identity": focus_id, "limit": CHRONICLE_LIMIT}
+        ).all()
+    return {
+        "memories": [_memory(m) for m in selected],
+        "counts": counts,
+        "chronicle": [
+            {
+                "id": e.id,
+                "kind": e.kind,
+                "agent_id": e.identity_id,
+                "text": e.text,
+                "created_at": iso(e.created_at),
+            }
+            for e in entries
+        ],
+    }
+
+
+def _memory(view: dict[str, Any]) -> dict[str, Any]:
+    content: str = view["content"]
+    return {
+        "id": view["id"],
+        "agent_id": view["agent_id"],
+        "tier": view["tier"],
+        "key": view["key"],
+        "content": content[:CONTENT_CHARS],
+        "content_truncated": len(content) > CONTENT_CHARS,
+        "created_at": view["created_at"],
+        "elevated_at": view["elevated_at"],
+        "weight": round(float(view["weight"]), 4),
+    }
+
+
+def _bonds(conn: Connection, project_id: str, scope: list[dict[str, Any]]) -> dict[str, Any]:
+    scope_ids = [row["id"] for row in scope]
+    received: dict[str, Any] = {"count": 0, "recent": []}
+    given: dict[str, Any] = {"count": 0, "recent": []}
+    parents: list[dict[str, Any]] = []
+    forks: list[dict[str, Any]] = []
+    if scope_ids:
+        ids = {"ids": scope_ids}
+        received = {
+            "count": int(conn.execute(_RECEIVED_COUNT, ids).scalar_one()),
+            "recent": [_attestation(r) for r in conn.execute(_RECEIVED, ids)],
+        }
+        mine = {"project": project_id, **ids}
+        given = {
+            "count": int(conn.execute(_GIVEN_COUNT, mine).scalar_one()),
+            "recent": [_attestation(r) for r in conn.execute(_GIVEN, mine)],
+        }
+        parent_ids = sorted({r["parent_identity_id"] for r in scope if r["parent_identity_id"]})
+        known = (
+            {p.id: p for p in conn.execute(_PARENTS, {"project": project_id, "ids": parent_ids})}
+            if parent_ids
+            else {}
+        )
+        for row in scope:
+            parent_id = row["parent_identity_id"]
+            if parent_id is None:
+                continue
+            parent = known.get(parent_id)
+            parents.append(
+                {
+                    "identity_id": row["id"],
+                    "parent_id": parent_id,
+                    # A parent outside this project is named by id only.
+                    "did": parent.did if parent is not None else None,
+                    "name": parent.name if parent is not None else None,
+                }
+            )
+        forks = [
+            {
+                "id": f.id,
+                "did": f.did,
+                "name": f.name,
+                "status": f.status,
+                "parent_id": f.parent_identity_id,
+            }
+            for f in conn.execute(_FORKS, {"project": project_id, "ids": scope_ids})
+        ]
+    return {
+        "attestations_received": received,
+        "attestations_given": given,
+        "parents": parents,
+        "forks": forks,
+    }
+
+
+def _attestation(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "subject_identity_id": row.subject_identity_id,
+        "attester_did": row.attester_did,
+        "claim": row.claim,
+        "context": row.context,
+        "created_at": iso(row.created_at),
+    }
+
+
+def _links(focus_id: str | None) -> dict[str, str]:
+    agent = f"?agent_id={focus_id}" if focus_id else ""
+    links = {
+        "memories": f"/v1/memories{agent}",
+        "chronicle": f"/v1/chronicle{agent}",
+        "runtimes": "/v1/runtimes",
+        "wallets": "/v1/wallets",
+        "vault": "/v1/vault",
+        "keys": "/v1/keys",
+        "adds_inventory": "/v1/adds/inventory",
+    }
+    if focus_id:
+        links["expression"] = f"/v1/identities/{focus_id}/expression"
+        links["authority"] = f"/v1/identities/{focus_id}/authority"
+        links["key_backup"] = f"/v1/identity/backup/{focus_id}"
+    return links
+
+
+# --- statements, built once ---------------------------------------------------------------------
+
+_IDS: Any = bindparam("ids", expanding=True)
+
+_PROJECT = select(projects.c.name).where(projects.c.id == bindparam("project"))
+_ACTIVE_WHERE = (identities.c.project_id == bindparam("project"), identities.c.status == "active")
+_ACTIVE = (
+    select(identities)
+    .where(*_ACTIVE_WHERE)
+    .order_by(identities.c.created_at, identities.c.id)
+    .limit(bindparam("limit"))
+)
+_ACTIVE_COUNT = select(func.count()).select_from(identities).where(*_ACTIVE_WHERE)
+
+_latest = func.max(inbox_messages.c.created_at).label("latest_at")
+_PENDING_BY_SENDER = (
+    select(
+        inbox_messages.c.identity_id, inbox_messages.c.sender, func.count().label("total"), _latest
+    )
+    .where(inbox_messages.c.identity_id.in_(_IDS), inbox_messages.c.status == "pending")
+    .group_by(inbox_messages.c.identity_id, inbox_messages.c.sender)
+)
+_ATTESTERS = (
+    select(
+        attestations.c.subject_identity_id,
+        attestations.c.attester_did,
+        func.count().label("total"),
+        func.max(attestations.c.created_at).label("latest_at"),
+    )
+    .where(attestations.c.subject_identity_id.in_(_IDS))
+    .group_by(attestations.c.subject_identity_id, attestations.c.attester_did)
+)
+
+_LIVE_RUNTIMES = (runtimes.c.project_id == bindparam("project"), runtimes.c.deleted_at.is_(None))
+_RUNTIMES = (
+    select(
+        runtimes.c.id,
+        runtimes.c.name,
+        runtimes.c.mode,
+        runtimes.c.status,
+        runtimes.c.region,
+        runtimes.c.llm,
+        runtimes.c.bridge_connected,
+        runtimes.c.last_seen_at,
+        runtimes.c.last_thought_at,
+    )
+    .where(*_LIVE_RUNTIMES)
+    .order_by(runtimes.c.created_at, runtimes.c.id)
+    .limit(bindparam("limit"))
+)
+_RUNTIME_COUNT = select(func.count()).select_from(runtimes).where(*_LIVE_RUNTIMES)
+_THOUGHTS_SINCE = (
+    select(
+        thoughts.c.runtime_id,
+        func.count().label("total"),
+        func.max(thoughts.c.created_at).label("latest"),
+    )
+    .where(thoughts.c.runtime_id.in_(_IDS), thoughts.c.created_at >= bindparam("since"))
+    .group_by(thoughts.c.runtime_id)
+)
+
+_WALLETS = (
+    select(wallets)
+    .where(wallets.c.project_id == bindparam("project"))
+    .order_by(wallets.c.created_at, wallets.c.id)
+)
+_TEMPLATES = (
+    select(templates.c.id, templates.c.name, templates.c.price, templates.c.status)
+    .where(templates.c.publisher_project_id == bindparam("project"))
+    .order_by(templates.c.created_at.desc(), templates.c.id.desc())
+    .limit(bindparam("limit"))
+)
+_TEMPLATE_COUNT = (
+    select(func.count())
+    .select_from(templates)
+    .where(templates.c.publisher_project_id == bindparam("project"))
+)
+_BLOCK_COUNT = (
+    select(func.count())
+    .select_from(adds_blocks)
+    .where(adds_blocks.c.project_id == bindparam("project"))
+)
+_DOCUMENT_COUNT = (
+    select(func.count())
+    .select_from(adds_documents)
+    .where(adds_documents.c.project_id == bindparam("project"))
+)
+
+_VAULT_NAMES = (
+    select(vault_secrets.c.name)
+    .where(vault_secrets.c.project_id == bindparam("project"))
+    .order_by(vault_secrets.c.name)
+    .limit(bindparam("limit"))
+)
+_VAULT_COUNT = (
+    select(func.count())
+    .select_from(vault_secrets)
+    .where(vault_secrets.c.project_id == bindparam("project"))
+)
+_BACKUPS = (
+    select(
+        backups.c.agent_id,
+        func.count().label("total"),
+        func.max(backups.c.created_at).label("latest_at"),
+    )
+    .where(backups.c.agent_id.in_(_IDS))
+    .group_by(backups.c.agent_id)
+)
+
+_tier_count = (memories.c.tier, func.count().label("total"))
+_TIER_COUNTS = (
+    select(*_tier_count)
+    .where(memories.c.project_id == bindparam("project"))
+    .group_by(memories.c.tier)
+)
+_IDENTITY_TIER_COUNTS = (
+    select(*_tier_count)
+    .where(
+        memories.c.project_id == bindparam("project"),
+        memories.c.identity_id == bindparam("identity"),
+    )
+    .group_by(memories.c.tier)
+)
+_PROJECT_LEVEL_TIER_COUNTS = (
+    select(*_tier_count)
+    .where(memories.c.project_id == bindparam("project"), memories.c.identity_id.is_(None))
+    .group_by(memories.c.tier)
+)
+_CHRONICLE_COLUMNS = (
+    chronicle.c.id,
+    chronicle.c.kind,
+    chronicle.c.identity_id,
+    chronicle.c.text,
+    chronicle.c.created_at,
+)
+_NEWEST_ENTRIES = (chronicle.c.created_at.desc(), chronicle.c.id.desc())
+_PROJECT_CHRONICLE = (
+    select(*_CHRONICLE_COLUMNS)
+    .where(chronicle.c.project_id == bindparam("project"))
+    .order_by(*_NEWEST_ENTRIES)
+    .limit(bindparam("limit"))
+)
+_IDENTITY_CHRONICLE = (
+    select(*_CHRONICLE_COLUMNS)
+    .where(chronicle.c.identity_id == bindparam("identity"))
+    .order_by(*_NEWEST_ENTRIES)
+    .limit(bindparam("limit"))
+)
+
+_ATTESTATION_COLUMNS = (
+    attestations.c.id,
+    attestations.c.subject_identity_id,
+    attestations.c.attester_did,
+    attestations.c.claim,
+    attestations.c.context,
+    attestations.c.created_at,
+)
+_NEWEST_ATTESTATIONS = (attestations.c.created_at.desc(), attestations.c.id.desc())
+_RECEIVED_WHERE = attestations.c.subject_identity_id.in_(_IDS)
+_RECEIVED_COUNT = select(func.count()).select_from(attestations).where(_RECEIVED_WHERE)
+_RECEIVED = (
+    select(*_ATTESTATION_COLUMNS)
+    .where(_RECEIVED_WHERE)
+    .order_by(*_NEWEST_ATTESTATIONS)
+    .limit(BOND_LIMIT)
+)
+# attester_identity_id has no index of its own: the project's range is the one read.
+_GIVEN_WHERE = (
+    attestations.c.project_id == bindparam("project"),
+    attestations.c.attester_identity_id.in_(_IDS),
+)
+_GIVEN_COUNT = select(func.count()).select_from(attestations).where(*_GIVEN_WHERE)
+_GIVEN = (
+    select(*_ATTESTATION_COLUMNS)
+    .where(*_GIVEN_WHERE)
+    .order_by(*_NEWEST_ATTESTATIONS)
+    .limit(BOND_LIMIT)
+)
+_PARENTS = select(identities.c.id, identities.c.did, identities.c.name).where(
+    identities.c.project_id == bindparam("project"), identities.c.id.in_(_IDS)
+)
+_FORKS = (
+    select(
+        identities.c.id,
+        identities.c.did,
+        identities.c.name,
+        identities.c.status,
+        identities.c.parent_identity_id,
+    )
+    .where(
+        identities.c.project_id == bindparam("project"),
+        identities.c.parent_identity_id.in_(_IDS),
+    )
+    .order_by(identities.c.created_at, identities.c.id)
+    .limit(FORK_LIMIT)
+)
+
+
+# --- the per-process cache ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cached:
+    body: bytes
+    media_type: str
+    generated_at: str
+    expires: float
+
+
+CacheKey = tuple[str, str | None, str]  # (project, identity as asked, format)
+
+
+class WakeCache:
+    """Rendered wakes per (project, identity, format), kept for ``ttl`` seconds.
+
+    ``invalidate(project)`` drops a project's entries and bumps its generation: a build that
+    started before the invalidation is not stored when it finishes, so a change is never hidden
+    behind a wake read from before it. Thread-safe: the event bus may call from any thread.
+    """
+
+    def __init__(
+        self,
+        ttl: float = CACHE_TTL_S,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = CACHE_MAX_ENTRIES,
+    ) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self.max_entries = max_entries
+        self._entries: OrderedDict[CacheKey, Cached] = OrderedDict()
+        self._generations: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: CacheKey) -> Cached | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry.expires <= self.clock():
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry
+
+    def generation(self, project_id: str) -> int:
+        with self._lock:
+            return self._generations.get(project_id, 0)
+
+    def put(
+        self, key: CacheKey, body: bytes, media_type: str, generated_at: str, generation: int
+    ) -> None:
+        with self._lock:
+            if self._generations.get(key[0], 0) != generation:
+                return
+            self._entries[key] = Cached(body, media_type, generated_at, self.clock() + self.ttl)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def invalidate(self, project_id: str) -> None:
+        with self._lock:
+            self._generations[project_id] = self._generations.get(project_id, 0) + 1
+            for key in [k for k in self._entries if k[0] == project_id]:
+                del self._entries[key]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+CACHE = WakeCache()
+
+
+def invalidate(project_id: str) -> None:
+    """Drop the project's cached wakes; the event bus calls this on every change."""
+    CACHE.invalidate(project_id)
+
+
+__all__ = ["CACHE", "DOCUMENT", "FORMATS", "Cached", "Focus", "WakeCache", "build", "invalidate"]
