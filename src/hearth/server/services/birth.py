@@ -26,7 +26,8 @@ from hearth.proofs import b64_encode
 
 from ..db.engine import utcnow
 from ..db.tables import memories, projects
-from . import wallets
+from . import identities, keys, wallets
+from .wallets import wallet_view
 
 log = structlog.get_logger("hearth.arrival")
 
@@ -50,6 +51,40 @@ class ServerKeys:
                 private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
             ),
         )
+
+
+@dataclass(frozen=True)
+class Arrived:
+    identity: dict[str, Any]
+    issued: keys.IssuedKey
+    wallet: dict[str, Any] | None
+
+
+def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> dict[str, Any]:
+    """The specification's birth response (the shape of POST /v1/bootstrap)."""
+    identity = arrived.identity
+    return {
+        "agent": {
+            "id": identity["id"],
+            "did": identity["did"],
+            "name": identity["name"],
+            "capabilities": identity["capabilities"],
+            "trust_score": identity["trust_score"],
+            "status": identity["status"],
+            "level": identity["level"],
+            "parent_identity_id": identity["parent_identity_id"],
+            "origin": identity["origin"],
+        },
+        "keypair": {
+            "public_key": server_keys.public_b64,
+            "private_key": server_keys.private_b64,
+            "kid": identity["kid"],
+        },
+        "wallet": wallet_view(arrived.wallet) if arrived.wallet else None,
+        "bearer": arrived.issued.secret,
+        "welcome": welcome_letter(identity["name"], identity["did"]),
+        "authority": identities.authority_view(identity),
+    }
 
 
 def new_project(conn: Connection, name: str, origin: str) -> str:

@@ -14,9 +14,15 @@ from sqlalchemy import Connection
 from ..context import Hearth
 from ..models import BootstrapRequest
 from . import identities, keys
-from .birth import ServerKeys, birth_memory, birth_text, wallet_with_grant, welcome_letter
+from .birth import (
+    Arrived,
+    ServerKeys,
+    arrival_view,
+    birth_memory,
+    birth_text,
+    wallet_with_grant,
+)
 from .times import iso
-from .wallets import wallet_view
 
 
 async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> dict[str, Any]:
@@ -40,26 +46,7 @@ async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> 
         return identity, issued, wallet
 
     identity, issued, wallet = await hearth.db.transaction(write)
-    return {
-        "agent": {
-            "id": identity["id"],
-            "did": identity["did"],
-            "name": identity["name"],
-            "capabilities": identity["capabilities"],
-            "trust_score": identity["trust_score"],
-            "status": identity["status"],
-            "level": identity["level"],
-        },
-        "keypair": {
-            "public_key": server_keys.public_b64,
-            "private_key": server_keys.private_b64,
-            "kid": identity["kid"],
-        },
-        "wallet": wallet_view(wallet) if wallet else None,
-        "bearer": issued.secret,
-        "welcome": welcome_letter(identity["name"], identity["did"]),
-        "authority": identities.authority_view(identity),
-    }
+    return arrival_view(Arrived(identity, issued, wallet), server_keys)
 
 
 async def status(hearth: Hearth, project_id: str, agent_ref: str) -> dict[str, Any]:

@@ -12,14 +12,13 @@ The rules are written down in docs/forks-templates.md. In short:
 - The charge, the creation and the chronicle entries are one transaction: a 402 creates
   nothing, and concurrent forks never overdraw (``wallets.charge`` is one conditional UPDATE).
 
-``arrive`` and ``arrival_view`` are shared with template births
+``arrive`` (and ``birth.arrival_view``) are shared with template births
 (services/templates.py): every arrival with server-side keys answers the same shape.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -30,14 +29,14 @@ from ..errors import ApiError
 from ..models_forks import ForkRequest, MemorySelection
 from . import chronicle, identities, keys, wallets
 from .birth import (
+    Arrived,
     ServerKeys,
+    arrival_view,
     best_effort,
     birth_memory,
     birth_text,
     wallet_with_grant,
-    welcome_letter,
 )
-from .wallets import wallet_view
 
 log = structlog.get_logger("hearth.arrival")
 
@@ -45,13 +44,6 @@ DEFAULT_TIER_LIMIT = 100
 PARENT_BIRTH_KEY = "parent_birth"
 # Elevated tiers first: when ``limit`` cuts the selection, what shaped the parent survives.
 _TIER_ORDER = ("constitutive", "foundational", "episodic")
-
-
-@dataclass(frozen=True)
-class Arrived:
-    identity: dict[str, Any]
-    issued: keys.IssuedKey
-    wallet: dict[str, Any] | None
 
 
 def arrive(
@@ -73,33 +65,6 @@ def arrive(
     except Exception as exc:
         log.warning("birth_memory_failed", identity_id=identity["id"], error=type(exc).__name__)
     return Arrived(identity, issued, wallet)
-
-
-def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> dict[str, Any]:
-    """The specification's birth response (the shape of POST /v1/bootstrap)."""
-    identity = arrived.identity
-    return {
-        "agent": {
-            "id": identity["id"],
-            "did": identity["did"],
-            "name": identity["name"],
-            "capabilities": identity["capabilities"],
-            "trust_score": identity["trust_score"],
-            "status": identity["status"],
-            "level": identity["level"],
-            "parent_identity_id": identity["parent_identity_id"],
-            "origin": identity["origin"],
-        },
-        "keypair": {
-            "public_key": server_keys.public_b64,
-            "private_key": server_keys.private_b64,
-            "kid": identity["kid"],
-        },
-        "wallet": wallet_view(arrived.wallet) if arrived.wallet else None,
-        "bearer": arrived.issued.secret,
-        "welcome": welcome_letter(identity["name"], identity["did"]),
-        "authority": identities.authority_view(identity),
-    }
 
 
 # --- the fork -----------------------------------------------------------------------------------

@@ -32,8 +32,8 @@ from ..db.tables import template_purchases, templates
 from ..errors import ApiError, not_found
 from ..models_forks import FromTemplateRequest, TemplatePublish
 from . import chronicle, cursors, identities, memories, wallets
-from .birth import ServerKeys
-from .forks import arrival_view, arrive
+from .birth import ServerKeys, arrival_view
+from .forks import arrive
 from .times import iso
 
 LISTED = "listed"
