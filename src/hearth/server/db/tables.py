@@ -391,6 +391,24 @@ inbox_messages = Table(
 )
 
 
+# Keys registered for an identity besides its root key (identities.root_public_key, kid
+# ``primary``): a runtime's signing key (``trusted`` custody registers its hosted key here) or a
+# device's. Thought writes are verified against the root key or one of these, unrevoked.
+identity_keys = Table(
+    "identity_keys",
+    metadata,
+    Column("id", UUID, primary_key=True),
+    Column("identity_id", UUID, ForeignKey("identities.id"), nullable=False),
+    Column("kid", String(64), nullable=False),
+    Column("public_key", String(44), nullable=False),
+    Column("purpose", String(20), nullable=False),
+    Column("runtime_id", UUID, ForeignKey("runtimes.id"), nullable=True),
+    Column("created_at", DateTime, nullable=False),
+    Column("revoked_at", DateTime, nullable=True),
+    UniqueConstraint("identity_id", "kid", name="uq_identity_keys_identity_kid"),
+)
+
+
 # --- ADDS provider node (docs/service.md, "Provider node") ---------------------------------------
 
 CID = String(59)  # canonical CIDv1 text: raw codec, sha2-256 (hearth.adds.cid)
