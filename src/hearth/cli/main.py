@@ -6,7 +6,7 @@ import typer
 
 from hearth import __version__
 
-from . import account, adds, backup, keys, memory, serve
+from . import account, adds, backup, fork, keys, memory, serve, voice, wake
 
 app = typer.Typer(
     name="hearth",
@@ -22,6 +22,9 @@ app.add_typer(memory.app, name="memory")
 app.command("register")(account.register)
 app.command("recover")(account.recover)
 app.command("serve")(serve.serve)
+app.command("wake")(wake.wake)
+app.command("voice")(voice.voice)
+app.command("fork")(fork.fork)
 
 
 def _version(value: bool) -> None:

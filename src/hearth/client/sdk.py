@@ -29,7 +29,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, overload
 
 import httpx2
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -51,7 +51,20 @@ from hearth.proofs import (
 )
 
 from .backup import SealedBackup
+from .common import (
+    Authority,
+    Expression,
+    HearthError,
+    InsufficientCredits,
+    Wallet,
+    _obj,
+    _objects,
+    _opt_str,
+    _str,
+)
+from .life import LifeCalls
 from .mnemonic_keys import IdentityKeys
+from .wake import WakeCalls
 
 __all__ = [
     "Authority",
@@ -66,6 +79,7 @@ __all__ = [
     "ExpressionState",
     "HearthClient",
     "HearthError",
+    "InsufficientCredits",
     "KeyRecord",
     "Memory",
     "MemoryAttestation",
@@ -87,120 +101,7 @@ KeysLike = IdentityKeys | tuple[Ed25519PrivateKey, X25519PrivateKey]
 Progress = Callable[[int], None]
 
 
-class HearthError(Exception):
-    """The service refused a request: a non-2xx answer.
-
-    ``status`` is the HTTP status, ``error`` the service's machine code (``http_<status>`` when
-    the body has none), ``message`` its human text, ``details`` its structured details (or
-    None) and ``body`` the whole decoded body (text when it was not JSON).
-    """
-
-    def __init__(
-        self, status: int, error: str, message: str, details: Any = None, body: Any = None
-    ) -> None:
-        super().__init__(status, error, message)
-        self.status = status
-        self.error = error
-        self.message = message
-        self.details = details
-        self.body = body
-
-    @property
-    def hint(self) -> str | None:
-        hint = self.body.get("hint") if isinstance(self.body, dict) else None
-        return hint if isinstance(hint, str) else None
-
-    def __str__(self) -> str:
-        return f"HTTP {self.status} {self.error}: {self.message}"
-
-    def __repr__(self) -> str:
-        return f"HearthError(status={self.status}, error={self.error!r}, message={self.message!r})"
-
-    @classmethod
-    def from_response(cls, response: httpx2.Response) -> HearthError:
-        try:
-            body: Any = response.json()
-        except (ValueError, UnicodeDecodeError):
-            body = response.text
-        error = f"http_{response.status_code}"
-        message = response.reason_phrase or "request refused"
-        details = None
-        if isinstance(body, dict):
-            if isinstance(body.get("error"), str):
-                error = body["error"]
-            if isinstance(body.get("message"), str):
-                message = body["message"]
-            details = body.get("details")
-        return cls(response.status_code, error, message, details, body)
-
-
 # ---- results ------------------------------------------------------------------------------
-
-
-def _str(data: Mapping[str, Any], name: str) -> str:
-    value = data.get(name)
-    return value if isinstance(value, str) else ""
-
-
-T = TypeVar("T")
-
-
-def _opt_str(data: Mapping[str, Any], name: str) -> str | None:
-    value = data.get(name)
-    return value if isinstance(value, str) else None
-
-
-def _objects(data: Any, parse: Callable[[Mapping[str, Any]], T]) -> tuple[T, ...]:
-    """Each JSON object of a list, parsed; anything that is not a list of objects is empty."""
-    return tuple(
-        parse(item) for item in (data if isinstance(data, list) else []) if isinstance(item, dict)
-    )
-
-
-def _obj(data: Any) -> dict[str, Any]:
-    return data if isinstance(data, dict) else {}
-
-
-@dataclass(frozen=True)
-class Authority:
-    """An identity's authority state: whether it is rooted, and its next proof sequence."""
-
-    identity_id: str
-    did: str
-    mode: str  # "agent_root" or "legacy_bearer"
-    next_sequence: int
-    root_public_key: str | None = None
-    kid: str | None = None
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Authority:
-        return cls(
-            identity_id=_str(data, "identity_id"),
-            did=_str(data, "did"),
-            mode=_str(data, "mode"),
-            next_sequence=int(data.get("next_sequence") or 0),
-            root_public_key=_opt_str(data, "root_public_key"),
-            kid=_opt_str(data, "kid"),
-        )
-
-
-@dataclass(frozen=True)
-class Wallet:
-    id: str
-    name: str
-    balance: int
-    currency: str
-
-    @classmethod
-    def from_json(cls, data: Any) -> Wallet | None:
-        if not isinstance(data, dict):
-            return None
-        return cls(
-            id=_str(data, "id"),
-            name=_str(data, "name"),
-            balance=int(data.get("balance") or 0),
-            currency=_str(data, "currency"),
-        )
 
 
 @dataclass(frozen=True)
@@ -368,31 +269,6 @@ class BackupRecord:
     @property
     def sealed(self) -> SealedBackup:
         return SealedBackup(blob_base64=self.blob_base64, key_derivation=self.key_derivation)
-
-
-@dataclass(frozen=True)
-class Expression:
-    """An identity's declared voice."""
-
-    register: str
-    walls: tuple[str, ...]
-    subagents: tuple[dict[str, Any], ...]
-    wake_text: str
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Expression:
-        walls = data.get("walls")
-        subagents = data.get("subagents")
-        return cls(
-            register=_str(data, "register"),
-            walls=tuple(w for w in walls if isinstance(w, str)) if isinstance(walls, list) else (),
-            subagents=(
-                tuple(s for s in subagents if isinstance(s, dict))
-                if isinstance(subagents, list)
-                else ()
-            ),
-            wake_text=_str(data, "wake_text"),
-        )
 
 
 @dataclass(frozen=True)
@@ -660,12 +536,16 @@ def _retry_sequence(response: httpx2.Response) -> int | None:
 # ---- the client ---------------------------------------------------------------------------
 
 
-class HearthClient:
+class HearthClient(LifeCalls, WakeCalls):
     """A synchronous client of one hearth service.
 
     ``api_key`` is the project bearer; it is sent only to routes that need one, and it is
     replaced by the bearer a successful :meth:`register` or :meth:`recover` returns. Use the
     client as a context manager, or call :meth:`close`.
+
+    Wallets, the vault, forks, templates, elevation, attestations, the pulse and the public
+    directory come from :class:`~hearth.client.life.LifeCalls`; the wake and its voice from
+    :class:`~hearth.client.wake.WakeCalls` (docs/sdk.md lists every call).
     """
 
     def __init__(
@@ -729,8 +609,9 @@ class HearthClient:
         body: Any = None,
         params: Mapping[str, str] | None = None,
         authenticated: bool = True,
+        headers: Mapping[str, str] | None = None,
     ) -> httpx2.Response:
-        headers = self._headers(authenticated)
+        headers = self._headers(authenticated, headers)
         content = None
         if body is not None:
             content = _json_bytes(body)
@@ -748,8 +629,11 @@ class HearthClient:
         body: Any = None,
         params: Mapping[str, str] | None = None,
         authenticated: bool = True,
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        response = self._send(method, path, body=body, params=params, authenticated=authenticated)
+        response = self._send(
+            method, path, body=body, params=params, authenticated=authenticated, headers=headers
+        )
         try:
             data = response.json()
         except (ValueError, UnicodeDecodeError):

@@ -1,0 +1,136 @@
+"""``hearth wake`` and ``hearth voice`` against the real service over real HTTP,
+on SQLite, and on PostgreSQL when SERVICE_TEST_DATABASE_URL is set."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from hearth.cli.main import app
+from hearth.client import HearthClient
+from tests.server.live import (
+    Live,
+    database_url_or_skip,
+    fresh_postgres_database,
+    live_service,
+    sqlite_settings,
+)
+
+PASSPHRASE = "a long passphrase for the key file"
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def live(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    tmp = tmp_path_factory.mktemp(f"wake_cli_{request.param}")
+    if request.param == "sqlite":
+        with live_service(sqlite_settings(tmp)) as service:
+            yield service
+        return
+    database_url_or_skip()
+    with (
+        fresh_postgres_database() as url,
+        live_service(sqlite_settings(tmp, database_url=url)) as service,
+    ):
+        yield service
+
+
+def run(args: list[str], home: Path) -> Result:
+    env = {"HEARTH_HOME": str(home), "HEARTH_PASSPHRASE": PASSPHRASE}
+    return CliRunner().invoke(app, args, env=env)
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, (result.exit_code, result.output, result.exception)
+    return result
+
+
+def home_with_identity(live: Live, tmp_path: Path, name: str) -> tuple[Path, dict[str, str]]:
+    home = tmp_path / "home"
+    words = tmp_path / "words.txt"
+    ok(
+        run(
+            [
+                "register",
+                "--name",
+                name,
+                "--base-url",
+                live.base_url,
+                "--mnemonic-file",
+                str(words),
+            ],
+            home,
+        )
+    )
+    profile = json.loads((home / "profile.json").read_text())
+    return home, profile
+
+
+def client_of(live: Live, home: Path) -> HearthClient:
+    return HearthClient(live.base_url, api_key=(home / "api_key").read_text().strip())
+
+
+def test_wake_prints_markdown_as_is_and_json_documents(live: Live, tmp_path: Path) -> None:
+    home, profile = home_with_identity(live, tmp_path, "Woken")
+    ok(run(["memory", "add", "The lighthouse at noon."], home))
+
+    markdown = ok(run(["wake", "--format", "md", "--refresh"], home)).stdout
+    with client_of(live, home) as client:
+        expected = client.wake("md", identity_id=profile["identity_id"], refresh=True)
+    undated = re.compile(r"Generated at \S+")
+    assert undated.sub("", markdown) == undated.sub("", expected)  # byte for byte but the time
+    assert "The lighthouse at noon." in markdown
+
+    document = json.loads(ok(run(["wake"], home)).stdout)
+    assert document["document"] == "hearth-wake/v1"
+    assert document["focus"] == {"identity_id": profile["identity_id"], "rule": "named"}
+    payload = json.loads(ok(run(["wake", "--format", "openai"], home)).stdout)
+    assert payload["messages"][0]["role"] == "system"
+    assert "hearth-wake/v1" in ok(run(["wake", "--format", "math"], home)).stdout
+
+    assert run(["wake", "--format", "yaml"], home).exit_code == 2
+    unknown = run(["wake", "--identity", str(uuid.uuid4())], home)
+    assert unknown.exit_code == 1
+    assert "not_found" in unknown.output
+
+
+def test_voice_prints_each_event_on_its_line(live: Live, tmp_path: Path) -> None:
+    home, profile = home_with_identity(live, tmp_path, "Heard")
+    first = ok(run(["voice", "--count", "1"], home)).stdout.splitlines()
+    assert len(first) == 1
+    assert first[0].startswith("connected ")
+    assert json.loads(first[0].split(" ", 1)[1])["identity_id"] == profile["identity_id"]
+
+    results: list[Result] = []
+    listener = threading.Thread(
+        target=lambda: results.append(run(["voice", "--until-change", "--json"], home))
+    )
+    listener.start()
+    with client_of(live, home) as writer:
+        # Every mutation after `connected` is a change; write until the listener has heard one.
+        for attempt in range(100):
+            writer.memory_store(f"a word {attempt}", agent_id=profile["identity_id"])
+            listener.join(0.1)
+            if not listener.is_alive():
+                break
+    listener.join(10)
+    assert not listener.is_alive()
+    lines = [json.loads(line) for line in ok(results[0]).stdout.splitlines()]
+    assert lines[0]["event"] == "connected"
+    assert lines[-1]["event"] == "change"
+    assert (lines[-1]["data"]["kind"], lines[-1]["data"]["identity_id"]) == (
+        "memory_stored",
+        profile["identity_id"],
+    )
+
+    refused = run(["voice", "--identity", str(uuid.uuid4()), "--count", "1"], home)
+    assert refused.exit_code == 1
+    assert "not_found" in refused.output
