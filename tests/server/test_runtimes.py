@@ -11,17 +11,20 @@ import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx2
 import pytest
 import schemathesis
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, insert, select
 
 from hearth.proofs import b64_encode
 from hearth.server.db import Database
+from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import runtimes as runtimes_table
+from hearth.server.db.tables import strands, thoughts
 from hearth.server.observability import configure_logging
 from hearth.server.services import runtimes as runtime_service
 from hearth.server.services.sealing import SealError
@@ -757,3 +760,48 @@ def test_tokens_and_keys_never_reach_a_log(
     for text in (captured.out, captured.err, caplog.text):
         for secret in secrets_seen:
             assert secret not in text
+
+
+def test_liveness_counts_the_runtimes_recent_thoughts(live: Live) -> None:
+    bearer, project_id, _ = new_project(live)
+    with live.client(bearer) as client:
+        rid = create(client, bridged_body())["id"]
+        other = create(client, self_body())["id"]
+
+        def write_thoughts(conn: Connection) -> None:
+            now = utcnow()
+            strand_id = str(uuid.uuid4())
+            conn.execute(
+                insert(strands).values(
+                    id=strand_id,
+                    project_id=project_id,
+                    identity_id=None,
+                    runtime_id=rid,
+                    name="s",
+                    next_seq=4,
+                    created_at=now,
+                )
+            )
+            for seq, age in ((1, timedelta(hours=30)), (2, timedelta(hours=2)), (3, timedelta(0))):
+                conn.execute(
+                    insert(thoughts).values(
+                        id=str(uuid.uuid4()),
+                        strand_id=strand_id,
+                        project_id=project_id,
+                        runtime_id=rid,
+                        seq=seq,
+                        ciphertext=b"\x00" * 32,
+                        nonce=b"\x00" * 12,
+                        created_at=now - age,
+                    )
+                )
+
+        in_db(live, write_thoughts)
+        read = client.get(f"/v1/runtimes/{rid}").json()
+        listed = {r["id"]: r for r in client.get("/v1/runtimes").json()["items"]}
+    assert read["thought_count_24h"] == 2  # the one of 30 hours ago is outside the window
+    assert read["last_thought_at"] is not None
+    assert listed[rid]["thought_count_24h"] == 2
+    assert listed[rid]["last_thought_at"] == read["last_thought_at"]
+    assert listed[other]["thought_count_24h"] == 0
+    assert listed[other]["last_thought_at"] is None

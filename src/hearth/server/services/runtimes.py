@@ -23,7 +23,7 @@ import hashlib
 import hmac
 import secrets
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -140,8 +140,14 @@ def runtime_public_key(runtime: dict[str, Any]) -> str | None:
     return b64_encode(bytes(material)[:PUBLIC_KEY_BYTES])
 
 
-def view(runtime: dict[str, Any], thought_count_24h: int = 0) -> dict[str, Any]:
-    """The public record: no control token (nor its hash), no key material."""
+def view(
+    runtime: dict[str, Any], thought_count_24h: int = 0, latest_thought: datetime | None = None
+) -> dict[str, Any]:
+    """The public record: no control token (nor its hash), no key material. The last thought is
+    the later of the column the loop keeps and the newest stored thought, as in the wake."""
+    last_thought = max(
+        (t for t in (runtime["last_thought_at"], latest_thought) if t is not None), default=None
+    )
     llm = runtime["llm"]
     bridge = runtime["bridge"]
     return {
@@ -175,7 +181,7 @@ def view(runtime: dict[str, Any], thought_count_24h: int = 0) -> dict[str, Any]:
         "has_control_token": runtime["control_token_hash"] is not None,
         "bridge_connected": bool(runtime["bridge_connected"]),
         "last_seen_at": iso(runtime["last_seen_at"]),
-        "last_thought_at": iso(runtime["last_thought_at"]),
+        "last_thought_at": iso(last_thought),
         "thought_count_24h": thought_count_24h,
         "status_changed_at": iso(runtime["status_changed_at"]),
         "created_at": iso(runtime["created_at"]),
@@ -185,20 +191,23 @@ def view(runtime: dict[str, Any], thought_count_24h: int = 0) -> dict[str, Any]:
     }
 
 
-def _thought_counts(conn: Connection, runtime_ids: list[str]) -> dict[str, int]:
+def _thought_stats(
+    conn: Connection, runtime_ids: list[str]
+) -> dict[str, tuple[int, datetime | None]]:
+    """runtime id -> (thoughts of the last 24 hours, the newest one's time)."""
     if not runtime_ids:
         return {}
     since = utcnow() - timedelta(hours=24)
     rows = conn.execute(
-        select(thoughts.c.runtime_id, func.count())
+        select(thoughts.c.runtime_id, func.count(), func.max(thoughts.c.created_at))
         .where(thoughts.c.runtime_id.in_(runtime_ids), thoughts.c.created_at >= since)
         .group_by(thoughts.c.runtime_id)
     )
-    return {row[0]: int(row[1]) for row in rows}
+    return {row[0]: (int(row[1]), row[2]) for row in rows}
 
 
 def _view_one(conn: Connection, runtime: dict[str, Any]) -> dict[str, Any]:
-    return view(runtime, _thought_counts(conn, [runtime["id"]]).get(runtime["id"], 0))
+    return view(runtime, *_thought_stats(conn, [runtime["id"]]).get(runtime["id"], (0, None)))
 
 
 def read(conn: Connection, project_id: str, runtime_id: str) -> dict[str, Any]:
@@ -228,8 +237,8 @@ def listing(
     if not include_deleted:
         conditions.append(runtimes.c.deleted_at.is_(None))
     items, next_cursor = cursors.newest_first(conn, runtimes, conditions, cursor, limit)
-    counts = _thought_counts(conn, [r["id"] for r in items])
-    return cursors.Page([view(r, counts.get(r["id"], 0)) for r in items], next_cursor)
+    stats = _thought_stats(conn, [r["id"] for r in items])
+    return cursors.Page([view(r, *stats.get(r["id"], (0, None))) for r in items], next_cursor)
 
 
 # --- the event log ------------------------------------------------------------------------------
