@@ -18,11 +18,17 @@ from .generate import HERE, render
 FILES = render()
 
 
+# Golden files with a generator of their own (their tests regenerate and compare them).
+OWN_GENERATOR = ("wake/",)
+
+
 def test_generator_reproduces_every_committed_file() -> None:
     on_disk = {
         str(path.relative_to(HERE)): path.read_bytes()
         for path in HERE.rglob("*")
-        if path.is_file() and path.suffix in {".json", ".pem"}
+        if path.is_file()
+        and path.suffix in {".json", ".pem"}
+        and not str(path.relative_to(HERE)).startswith(OWN_GENERATOR)
     }
     assert sorted(on_disk) == sorted(FILES)
     for name, content in FILES.items():
