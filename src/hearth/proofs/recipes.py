@@ -19,6 +19,7 @@ DISCOVERY_CONTEXT = "identity-discovery/v1"
 RECOVER_CONTEXT = "identity-recover/v1"
 ELEVATE_CONTEXT = "bootstrap-elevate/v1"
 MEMORY_ATTESTATION_CONTEXT = "memory-attestation/v1"
+THOUGHT_WRITE_CONTEXT = "strand-thought-write/v1"
 
 AUTHORITY_HEADERS = (
     "X-Service-Authority-Sequence",
@@ -140,6 +141,29 @@ def memory_attestation_digest(
     return recipe_digest(
         MEMORY_ATTESTATION_CONTEXT,
         (memory_id, hashlib.sha256(content).hexdigest(), attester_did, signing_key_id),
+    )
+
+
+def thought_write_digest(
+    strand_id: str, seq: int, nonce: bytes, ciphertext: bytes, signing_key_id: str
+) -> bytes:
+    """strand-thought-write/v1: a thought write, over exactly the bytes it stores.
+
+    Fields: strand id, seq as decimal text, signing key id, the nonce as standard base64 (12
+    bytes, so a fixed-width text) and the lowercase hex SHA-256 of the ciphertext. The
+    ciphertext enters as its hash, as a request body does in the authority recipe: raw bytes
+    may hold 0x00, which would blur the field boundaries. The signature proves who wrote these
+    bytes at this position; it says nothing about whether they were encrypted.
+    """
+    return recipe_digest(
+        THOUGHT_WRITE_CONTEXT,
+        (
+            strand_id,
+            str(seq),
+            signing_key_id,
+            b64_encode(nonce),
+            hashlib.sha256(ciphertext).hexdigest(),
+        ),
     )
 
 

@@ -26,12 +26,15 @@ from .routes import (
     arrival,
     attestations,
     bootstrap,
+    bridge,
     forks,
     identities,
+    inbox,
     keys,
     orientation,
     public,
     runtimes,
+    strands,
     templates,
     vault,
     voice,
@@ -114,6 +117,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (memory_routes, chronicle_routes):
         app.include_router(module.router)
     for module in (wake, voice, forks, templates, attestations, runtimes):
+        app.include_router(module.router)
+    for module in (strands, inbox, bridge):
         app.include_router(module.router)
     app.add_middleware(
         ServiceMiddleware,

@@ -232,6 +232,44 @@ CHANGES: dict[tuple[str, str], Rule] = {
         "control_token_rotated",
         details=(("runtime_id", "path:id"), ("rotated_at", "response:rotated_at")),
     ),
+    # --- identity keys: `you` (the kid and purpose, never key material beyond the public key) ---
+    ("POST", "/v1/identities/{id}/keys"): Rule(
+        "you",
+        "identity_key_registered",
+        identity="path:id",
+        details=(
+            ("kid", "response:kid"),
+            ("purpose", "response:purpose"),
+            ("runtime_id", "response:runtime_id"),
+        ),
+    ),
+    ("DELETE", "/v1/identities/{id}/keys/{kid}"): Rule(
+        "you", "identity_key_revoked", identity="path:id", details=(("kid", "path:kid"),)
+    ),
+    # --- strands, thoughts and the inbox: `you_run` (ids and seqs, never ciphertext or bodies) -
+    ("POST", "/v1/strands"): Rule(
+        "you_run",
+        "strand_created",
+        identity="response:identity_id",
+        details=(("strand_id", "response:id"), ("runtime_id", "response:runtime_id")),
+    ),
+    ("POST", "/v1/strands/{id}/thoughts"): Rule(
+        "you_run",
+        "thought_written",
+        identity="response:identity_id",
+        details=(
+            ("strand_id", "response:strand_id"),
+            ("thought_id", "response:id"),
+            ("seq", "response:seq"),
+            ("runtime_id", "response:runtime_id"),
+        ),
+    ),
+    ("POST", "/v1/identities/{id}/inbox"): Rule(
+        "you_run",
+        "inbox_message_arrived",
+        identity="path:id",
+        details=(("message_id", "response:id"), ("sender", "response:sender")),
+    ),
     # --- bonds: `you_bond` ----------------------------------------------------------------------
     ("POST", "/v1/attestations"): Rule(
         "you_bond",

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from ..auth import CallerDep, HearthDep
+from ..bridge import hub_for
 from ..models_runtimes import (
     ControlToken,
     Mode,
@@ -143,8 +144,13 @@ async def patch_runtime(
     summary="Soft delete: the orchestrator is stopped, the control token revoked, the record "
     "kept for audit",
 )
-async def delete_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    return await hearth.db.transaction(runtimes.soft_delete, caller.project_id, id)
+async def delete_runtime(
+    id: str, request: Request, caller: CallerDep, hearth: HearthDep
+) -> dict[str, Any]:
+    deleted = await hearth.db.transaction(runtimes.soft_delete, caller.project_id, id)
+    # Its bridge session, if this process holds it, ends now rather than at its next reconnect.
+    await hub_for(request.app).disconnect(deleted["id"], "the runtime was deleted")
+    return deleted
 
 
 @router.post(
@@ -163,8 +169,13 @@ async def restart_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict
     responses=errors(401, 404, 409),
     summary="Rotate a bridged runtime's control token: the new one is answered once",
 )
-async def rotate_control_token(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    return await hearth.db.transaction(runtimes.rotate_control_token, caller.project_id, id)
+async def rotate_control_token(
+    id: str, request: Request, caller: CallerDep, hearth: HearthDep
+) -> dict[str, Any]:
+    rotated = await hearth.db.transaction(runtimes.rotate_control_token, caller.project_id, id)
+    # A session opened with the old token must not outlive it.
+    await hub_for(request.app).disconnect(rotated["runtime_id"], "the control token was rotated")
+    return rotated
 
 
 @router.get(

@@ -1,0 +1,138 @@
+"""``hearth bridge`` (``python -m hearth.cli.bridge``) as a user runs it: a real process against
+the live service, its keys from files, stopped with Ctrl-C (SIGINT)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hearth.adds.keys import private_key_pem
+from hearth.cli.bridge import app
+from hearth.client.mnemonic_keys import derive_keys, new_mnemonic
+from hearth.server.bridge import BridgeRefused
+from tests.server.live import Live, live_service, sqlite_settings
+from tests.server.test_bridge import Bridged, _seal, hub, on_server, provision, wait_for
+
+WAIT_S = 20.0
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    with live_service(sqlite_settings(tmp_path_factory.mktemp("bridge_cli"))) as live:
+        yield live
+
+
+def _files(tmp_path: Path, bridged: Bridged, token: str | None = None) -> list[str]:
+    token_file = tmp_path / "control-token"
+    token_file.write_text((token or bridged.control_token) + "\n", encoding="utf-8")
+    key_file = tmp_path / "bridge.ed25519.pem"
+    key_file.write_bytes(private_key_pem(bridged.bridge_key))
+    words = tmp_path / "words"
+    words.write_text(bridged.mnemonic + "\n", encoding="utf-8")
+    return [
+        "--runtime",
+        bridged.runtime_id,
+        "--url",
+        bridged.live.base_url,
+        "--control-token-file",
+        str(token_file),
+        "--bridge-key",
+        str(key_file),
+        "--mnemonic-file",
+        str(words),
+    ]
+
+
+def _start(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hearth.cli.bridge", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HEARTH_HOME": str(tmp_path)},
+    )
+
+
+def test_a_real_bridge_process_decrypts_under_the_users_k_master(
+    live: Live, tmp_path: Path
+) -> None:
+    bridged = provision(live)
+    thought = b"what I would rather keep to myself"
+    strand_id = str(uuid.uuid4())
+    nonce, ciphertext = _seal(bridged.k_master, strand_id, 4, thought)
+    stranger_nonce, stranger_ct = _seal(
+        derive_keys(new_mnemonic()).strand_master, strand_id, 4, thought
+    )
+    process = _start([*_files(tmp_path, bridged), "--initial-delay", "0.05", "-v"], tmp_path)
+    try:
+        wait_for(
+            lambda: bridged.record()["bridge_connected"] or process.poll() is not None,
+            "the bridge process to connect",
+            WAIT_S,
+        )
+        assert process.poll() is None, process.communicate()[1]
+        assert bridged.record()["status"] == "running"
+        opened = on_server(
+            live, hub(live).decrypt(bridged.runtime_id, strand_id, 4, nonce, ciphertext)
+        )
+        assert opened == thought
+        with pytest.raises(BridgeRefused) as refused:
+            on_server(
+                live,
+                hub(live).decrypt(bridged.runtime_id, strand_id, 4, stranger_nonce, stranger_ct),
+            )
+        assert refused.value.code == "decrypt_failed"
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=WAIT_S)
+    assert process.returncode == 0, stderr
+    assert "bridge stopped" in stderr
+    assert "refused: decrypt_failed" in stderr  # -v logs outcomes...
+    # ...and never a secret or a thought.
+    for secret in (bridged.control_token, bridged.mnemonic.split()[0] + " ", thought.decode()):
+        assert secret not in stderr
+    wait_for(lambda: not bridged.record()["bridge_connected"], "bridge_connected false")
+    assert bridged.events()[-1] == "bridge_disconnected"
+
+
+def test_a_refused_control_token_ends_the_process_with_status_1(live: Live, tmp_path: Path) -> None:
+    bridged = provision(live)
+    process = _start(_files(tmp_path, bridged, token="hrt_wrong"), tmp_path)
+    _, stderr = process.communicate(timeout=WAIT_S)
+    assert process.returncode == 1
+    assert "HTTP 401" in stderr
+    assert "invalid_control_token" in stderr
+    assert "hrt_wrong" not in stderr
+
+
+def test_usage_errors_exit_2(live: Live, tmp_path: Path) -> None:
+    bridged = provision(live, bind=False)
+    args = _files(tmp_path, bridged)
+    runner = CliRunner()
+    missing_key = [*args]
+    missing_key[missing_key.index("--bridge-key") + 1] = str(tmp_path / "absent.pem")
+    result = runner.invoke(app, missing_key)
+    assert result.exit_code == 2
+    assert "cannot read the bridge key" in result.output
+
+    (tmp_path / "bad-words").write_text("one two three\n", encoding="utf-8")
+    bad_words = [*args]
+    bad_words[bad_words.index("--mnemonic-file") + 1] = str(tmp_path / "bad-words")
+    result = runner.invoke(app, bad_words)
+    assert result.exit_code == 2
+    assert "recovery words" in result.output
+
+    no_token = [*args]
+    index = no_token.index("--control-token-file")
+    del no_token[index : index + 2]
+    result = runner.invoke(app, no_token, env={"HEARTH_BRIDGE_CONTROL_TOKEN": ""})
+    assert result.exit_code == 2
+    assert "no control token" in result.output
