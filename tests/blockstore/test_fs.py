@@ -2,7 +2,8 @@
 
 Crash safety is shown three ways: a write that fails part-way inside the process, a child
 process that dies (os._exit) half-way through writing a block, and a child killed with SIGKILL
-at an arbitrary moment while it writes large blocks in a loop.
+at an arbitrary moment while it writes large blocks in a loop, one ``put`` at a time or in
+batches (the path publish uses).
 """
 
 from __future__ import annotations
@@ -335,9 +336,13 @@ def test_layout_marker_and_even_shards(tmp_path: Path) -> None:
     assert {cid[:7] for cid in blocks} == {"bafkrei"}
     for cid in blocks:
         assert (store.root / "blocks" / cid[8:10] / cid).is_file()
+    # Every shard directory is made with the store; the blocks spread evenly over them.
     shards = {path.name for path in (store.root / "blocks").iterdir()}
-    assert shards == {cid[8:10] for cid in blocks}
-    assert len(shards) > 300  # 500 blocks over 1,024 shards: about 395 expected
+    assert shards == set(fs_module.SHARDS)
+    assert len(shards) == 1024
+    used = {path.parent.name for path in (store.root / "blocks").rglob("bafkrei*")}
+    assert used == {cid[8:10] for cid in blocks}
+    assert len(used) > 300  # 500 blocks over 1,024 shards: about 395 expected
 
 
 def test_reopening_a_store_sees_its_blocks(tmp_path: Path) -> None:
@@ -420,17 +425,43 @@ while True:
     n += 1
 """
 
+# The batch path publish uses: three 4 MiB blocks per batch, flushed in groups of two, so a
+# kill can land in a write, between groups, or inside a flush (syncs, renames, directory syncs).
+KILL_WHILE_BATCHING = """
+import os, sys
+from pathlib import Path
+from hearth.adds.objects import HashedBlock
+from hearth.blockstore import FileBlockStore
+
+store = FileBlockStore(Path(sys.argv[1]), create=False)
+payload = os.urandom(4 * 1024 * 1024)
+n = int(sys.argv[2])
+while True:
+    batch = store.batch()
+    batch._max_files = 2
+    blocks = []
+    for _ in range(3):
+        blocks.append(HashedBlock.of(n.to_bytes(8, "big") + payload))
+        batch.add(blocks[-1])
+        n += 1
+    batch.commit()
+    for block in blocks:
+        print(block.cid, flush=True)
+"""
+
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
-def test_sigkill_while_writing_never_exposes_a_partial_block(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer", ["put", "batch"])
+def test_sigkill_while_writing_never_exposes_a_partial_block(writer: str, tmp_path: Path) -> None:
     root = tmp_path / "store"
     FileBlockStore(root).close()
+    script = KILL_WHILE_WRITING if writer == "put" else KILL_WHILE_BATCHING
     acknowledged: list[str] = []
     rng = random.Random(7)
-    for round_ in range(2):
+    for round_ in range(2 if writer == "put" else 4):
         before = {path.name for path in (root / "blocks").rglob("*")}
         child = subprocess.Popen(
-            [sys.executable, "-c", KILL_WHILE_WRITING, str(root), str(round_ * 1000)],
+            [sys.executable, "-c", script, str(root), str(round_ * 1000)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -440,7 +471,8 @@ def test_sigkill_while_writing_never_exposes_a_partial_block(tmp_path: Path) -> 
             assert line, "the writer stopped early"
             acknowledged.append(line)
         # Kill as soon as a file beyond the acknowledged blocks shows up (the next write's temp
-        # file, or a partial block if writes were not atomic), so the signal lands mid-write.
+        # file, or a partial block if writes were not atomic), so the signal lands mid-write;
+        # for a batch, sometimes later, inside its flush.
         known = before | set(acknowledged)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -448,7 +480,7 @@ def test_sigkill_while_writing_never_exposes_a_partial_block(tmp_path: Path) -> 
             if names - known:
                 break
             time.sleep(0.0002)
-        time.sleep(rng.uniform(0, 0.002))
+        time.sleep(rng.uniform(0, 0.002 if writer == "put" or round_ < 2 else 0.05))
         child.send_signal(signal.SIGKILL)
         child.wait(30)
         child.stdout.close()

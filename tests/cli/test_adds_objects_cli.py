@@ -433,12 +433,19 @@ def _missing(case: Published, people: dict[str, Principal]) -> list[str]:
         (_missing, "open.block_missing"),
     ],
 )
+@pytest.mark.parametrize("workers", ["1", "3"])
 def test_every_refusal_exits_1_and_leaves_no_output(
-    tmp_path: Path, people: dict[str, Principal], plain: Published, breakage: object, code: str
+    tmp_path: Path,
+    people: dict[str, Principal],
+    plain: Published,
+    *,
+    breakage: object,
+    code: str,
+    workers: str,
 ) -> None:
     extra = breakage(plain, people)  # type: ignore[operator]
     out = tmp_path / "out.bin"
-    args = ["-o", str(out), *extra]
+    args = ["-o", str(out), "--workers", workers, *extra]
     # later options win: --key and --now given again replace the defaults
     result = open_object(plain.manifest, plain.grant, people["bob"], plain.blocks, *args)
     assert result.exit_code == 1, result.stderr
@@ -446,11 +453,14 @@ def test_every_refusal_exits_1_and_leaves_no_output(
     assert leftovers(tmp_path, "out.bin") == []
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_refusal_on_stdout_says_the_output_is_incomplete(
-    people: dict[str, Principal], plain: Published
+    people: dict[str, Principal], plain: Published, workers: str
 ) -> None:
     _missing(plain, people)
-    result = open_object(plain.manifest, plain.grant, people["bob"], plain.blocks)
+    result = open_object(
+        plain.manifest, plain.grant, people["bob"], plain.blocks, "--workers", workers
+    )
     assert result.exit_code == 1
     assert result.stdout_bytes == plain.data[:2048]  # the two chunks that verified
     assert "open.block_missing" in result.stderr

@@ -1,10 +1,13 @@
 """ADDS objects: publish (encrypt, store, sign), grant (wrap the key to a reader), open (check,
 unwrap, fetch, decrypt).
 
-Pure: blocks go to and come from objects the caller passes in, with one method each
-(``BlockSink.put``, ``BlockSource.get``); plaintext comes from a file-like object or an iterable
-of bytes and leaves as an iterator of chunks. Memory is bounded by the chunk size, never by the
-object size. Wire formats are ``hearth.adds.aead``'s; documents are ``hearth.adds.builders``'.
+Pure: blocks go to and come from objects the caller passes in (``BlockSink.put``, or a
+``BatchingBlockSink``'s batch of ``HashedBlock``s; ``BlockSource.get``); plaintext comes from a
+file-like object or an iterable of bytes and leaves as an iterator of chunks. Memory is bounded
+by the chunk size and the number of workers, never by the object size. Each block is hashed once
+on each side: ``publish`` names it and a batch trusts that name; ``open_object`` leaves the check
+to a source that declares it verifies. Wire formats are ``hearth.adds.aead``'s; documents are
+``hearth.adds.builders``'.
 
 Every refusal to open is an ``OpenError`` with a stable ``open.*`` code (listed in docs/adds.md,
 "Objects: publish, grant, open"); anything that can be checked without fetching a block is
@@ -13,6 +16,7 @@ checked before ``open_object`` returns.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -44,9 +48,12 @@ from .validate import ValidationResult, validate
 
 __all__ = [
     "MAX_DELEGATION_DEPTH",
+    "BatchingBlockSink",
+    "BlockBatch",
     "BlockSink",
     "BlockSource",
     "Document",
+    "HashedBlock",
     "OpenError",
     "Published",
     "check_delegation",
@@ -72,9 +79,76 @@ class BlockSink(Protocol):
     ``cid``, which is always ``cid_for_bytes(data)``. ``publish`` calls it from the calling
     thread, once per chunk, in chunk order. Storing a block that is already there must succeed.
     An exception from ``put`` stops ``publish`` and propagates unchanged.
+
+    A sink that also has ``batch`` (``BatchingBlockSink``) is given the blocks through a batch
+    instead, as ``HashedBlock``s, from worker threads and in no promised order.
     """
 
     def put(self, cid: str, data: bytes) -> None: ...
+
+
+_MINT = object()
+
+
+class HashedBlock:
+    """A block and its CID, computed from these very bytes by ``HashedBlock.of``.
+
+    ``of`` is the only way to make one (the constructor refuses any other caller) and neither
+    attribute can be changed afterwards, so a store may keep ``data`` under ``cid`` without
+    hashing it again: bytes that arrive with a CID from elsewhere (a request, a file name) must
+    go through a store's verifying ``put`` instead.
+    """
+
+    __slots__ = ("cid", "data")
+    cid: str
+    data: bytes
+
+    def __init__(self, cid: str, data: bytes, *, _mint: object = None) -> None:
+        if _mint is not _MINT:
+            raise TypeError("a HashedBlock is made by HashedBlock.of(data), which hashes the bytes")
+        object.__setattr__(self, "cid", cid)
+        object.__setattr__(self, "data", data)
+
+    @classmethod
+    def of(cls, data: bytes) -> HashedBlock:
+        """Hash ``data`` (immutable ``bytes`` only, so the name stays true) and name it."""
+        if type(data) is not bytes:
+            raise TypeError(f"a HashedBlock holds bytes, not {type(data).__name__}")
+        return cls(cid_for_bytes(data), data, _mint=_MINT)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a HashedBlock cannot be changed")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("a HashedBlock cannot be changed")
+
+    def __repr__(self) -> str:
+        return f"HashedBlock({self.cid!r}, {len(self.data)} bytes)"
+
+
+class BlockBatch(Protocol):
+    """Blocks written now and made durable and visible together.
+
+    ``add`` may be called from several threads at once; it may write the block at once but must
+    not make it visible under its CID before its bytes are durable. ``commit`` returns once every
+    block added is durable and visible. ``abort`` drops what is not yet committed; it is called
+    after a failure (also one of ``commit``) and must not raise for that reason.
+    """
+
+    def add(self, block: HashedBlock) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+@runtime_checkable
+class BatchingBlockSink(Protocol):
+    """A sink that can take a whole object's blocks as one batch (see ``BlockBatch``)."""
+
+    def put(self, cid: str, data: bytes) -> None: ...
+
+    def batch(self) -> BlockBatch: ...
 
 
 class BlockSource(Protocol):
@@ -82,12 +156,21 @@ class BlockSource(Protocol):
 
     ``get(cid)`` returns the bytes stored under ``cid``, or raises ``KeyError`` (any
     ``LookupError``, such as a store's own ``BlockNotFound(KeyError)``) when it holds no such
-    block: that is reported as ``open.block_missing``. Any other exception (a network error, say)
-    is not a verdict on the object and propagates unchanged. The source need not verify what it
-    returns: the opener checks the size and the CID of every block before decrypting it.
+    block: that is reported as ``open.block_missing``. Any other exception (a network error, say,
+    or a store's own refusal of a damaged block) is not a verdict on the object and propagates
+    unchanged. With ``workers`` > 1, ``get`` is called from that many threads at once.
+
+    The source need not verify what it returns: the opener checks the size and the CID of every
+    block before decrypting it, unless the source has a class attribute ``verifies_blocks`` set
+    to ``True``, promising that ``get`` never returns bytes that do not hash to ``cid`` (the
+    stores of ``hearth.blockstore`` do); then the hash is not computed twice.
     """
 
     def get(self, cid: str) -> bytes: ...
+
+
+def _source_verifies(source: BlockSource) -> bool:
+    return getattr(type(source), "verifies_blocks", False) is True
 
 
 # --- plaintext sources ----------------------------------------------------------------------
@@ -265,12 +348,18 @@ def publish(
     ``source`` is a binary file-like object (``readinto`` preferred, else ``read``), bytes, or
     an iterable of bytes-like pieces of any sizes. Each chunk of ``chunk_size`` plaintext bytes
     is sealed under a fresh random content key with its own random nonce, named by the CID of
-    the block, and stored with ``sink.put`` in chunk order. Memory stays within
-    (``workers`` x 2 + 1) x ``chunk_size`` plus the chunk list, whatever the object's size.
+    the block, and stored. Memory stays within (``workers`` x 2 + 1) x ``chunk_size`` plus the
+    chunk list, whatever the object's size.
 
-    ``workers`` > 1 seals that many chunks at once in threads (AES-GCM and SHA-256 release the
-    GIL) while the calling thread reads the next chunk and stores finished ones; the output is
-    the same shape either way. ``on_progress`` receives the plaintext bytes stored so far.
+    A plain ``BlockSink`` gets ``put`` calls from the calling thread, in chunk order. A
+    ``BatchingBlockSink`` gets one batch: each block is hashed once, here, and handed over as a
+    ``HashedBlock`` by the thread that sealed it, and the batch is committed (every block
+    durable) before this returns; on any failure it is aborted.
+
+    ``workers`` > 1 seals (and, for a batching sink, writes) that many chunks at once in
+    threads (AES-GCM and SHA-256 release the GIL) while the calling thread reads the next
+    chunk; the output is the same shape either way. ``on_progress`` receives the plaintext
+    bytes stored so far (for a batch: written, made durable at the end).
     """
     if not 1 <= chunk_size <= MAX_CHUNK_SIZE:
         raise AddsError.single("publish.chunk_size", f"chunk_size is 1 to {MAX_CHUNK_SIZE}")
@@ -280,14 +369,22 @@ def publish(
     aad_context = os.urandom(AAD_CONTEXT_LENGTH)
     chunks: list[Chunk] = []
     done = 0
+    batch = sink.batch() if isinstance(sink, BatchingBlockSink) else None
 
     def seal(index: int, nonce: bytes, plaintext: memoryview) -> _Sealed:
         block = encrypt_chunk(content_key, nonce, aad_context, index, plaintext)
-        return _Sealed(Chunk(index, cid_for_bytes(block), nonce, len(plaintext)), block)
+        hashed = HashedBlock.of(block)
+        chunk = Chunk(index, hashed.cid, nonce, len(plaintext))
+        if batch is not None:
+            # Written by the thread that sealed it: the writes overlap like the sealing does.
+            batch.add(hashed)
+            return _Sealed(chunk, b"")
+        return _Sealed(chunk, block)
 
     def store(sealed: _Sealed) -> None:
         nonlocal done
-        sink.put(sealed.chunk.cid, sealed.block)
+        if batch is None:
+            sink.put(sealed.chunk.cid, sealed.block)
         chunks.append(sealed.chunk)
         done += sealed.chunk.plaintext_size
         if on_progress is not None:
@@ -302,20 +399,35 @@ def publish(
                 )
             yield index, view
 
-    if workers == 1:
-        for index, view in numbered(_plaintext_chunks(source, chunk_size, 1)):
-            store(seal(index, os.urandom(NONCE_LENGTH), view))
-    else:
+    def run() -> None:
+        if workers == 1:
+            for index, view in numbered(_plaintext_chunks(source, chunk_size, 1)):
+                store(seal(index, os.urandom(NONCE_LENGTH), view))
+            return
         # workers + 1 buffers: the one being filled is never one a pending seal still reads.
         views = _plaintext_chunks(source, chunk_size, workers + 1)
         with ThreadPoolExecutor(workers, thread_name_prefix="adds-publish") as pool:
             pending: deque[Future[_Sealed]] = deque()
-            for index, view in numbered(views):
-                if len(pending) == workers:
+            try:
+                for index, view in numbered(views):
+                    if len(pending) == workers:
+                        store(pending.popleft().result())
+                    pending.append(pool.submit(seal, index, os.urandom(NONCE_LENGTH), view))
+                while pending:
                     store(pending.popleft().result())
-                pending.append(pool.submit(seal, index, os.urandom(NONCE_LENGTH), view))
-            while pending:
-                store(pending.popleft().result())
+            finally:
+                for future in pending:  # after a failure: seal nothing more
+                    future.cancel()
+
+    if batch is None:
+        run()
+    else:
+        try:
+            run()
+            batch.commit()
+        except BaseException:
+            batch.abort()
+            raise
 
     manifest = build_manifest(
         key=key,
@@ -675,26 +787,36 @@ def open_object(
     *,
     now: int,
     parents: Sequence[Document] = (),
+    workers: int = 1,
 ) -> Iterator[bytes]:
-    """The plaintext of an object, one chunk at a time.
+    """The plaintext of an object, one chunk at a time, in order.
 
     Everything ``unwrap_grant`` checks is checked before this returns, without fetching a
-    block. Then each block is fetched as it is needed and refused when missing
-    (``open.block_missing``), of the wrong size (``open.block_size_mismatch``), not named by its
-    CID (``open.block_cid_mismatch``) or not authentic in its place (``open.decrypt_failed``:
-    the chunk index and the object's aad_context are authenticated, so a block moved to
-    another position or object fails). A refusal mid-way ends the iteration with OpenError;
-    chunks already yielded were authentic.
+    block. Then each block is fetched and refused when missing (``open.block_missing``), of the
+    wrong size (``open.block_size_mismatch``), not named by its CID (``open.block_cid_mismatch``;
+    checked here unless the source verifies, see ``BlockSource``) or not authentic in its place
+    (``open.decrypt_failed``: the chunk index and the object's aad_context are authenticated,
+    so a block moved to another position or object fails). A refusal mid-way ends the iteration
+    with OpenError (or the source's own error); chunks already yielded were authentic, and no
+    chunk after the refused one is ever yielded.
+
+    ``workers`` > 1 fetches, checks and decrypts up to that many following chunks in threads
+    while the caller handles the current one (memory: about 2 x ``workers`` + 1 chunks);
+    chunks are still yielded in order, and a refusal surfaces at its own position.
     """
+    if workers < 1:
+        raise ValueError("workers is at least 1")
     manifest_doc, content_key = _authorise(grant, manifest, audience_private, now, parents)
-    return _decrypt_chunks(manifest_doc, content_key, source)
+    return _decrypt_chunks(manifest_doc, content_key, source, workers)
 
 
 def _decrypt_chunks(
-    manifest: dict[str, Any], content_key: bytes, source: BlockSource
+    manifest: dict[str, Any], content_key: bytes, source: BlockSource, workers: int
 ) -> Iterator[bytes]:
     aad_context = b64url_decode(manifest["encryption"]["aad_context"])
-    for position, chunk in enumerate(manifest["chunks"]):
+    verify = not _source_verifies(source)
+
+    def one(position: int, chunk: Mapping[str, Any]) -> bytes:
         pointer = f"/chunks/{position}"
         cid = chunk["cid"]
         try:
@@ -710,14 +832,14 @@ def _decrypt_chunks(
                 f" {chunk['ciphertext_size']}",
                 pointer,
             )
-        if cid_for_bytes(block) != cid:
+        if verify and cid_for_bytes(block) != cid:
             raise OpenError(
                 "open.block_cid_mismatch",
                 f"the bytes fetched for chunk {position} are not block {cid}",
                 pointer,
             )
         try:
-            plaintext = decrypt_chunk(
+            return decrypt_chunk(
                 content_key, b64url_decode(chunk["nonce"]), aad_context, position, block
             )
         except AddsError:
@@ -727,4 +849,25 @@ def _decrypt_chunks(
                 f" {position}",
                 pointer,
             ) from None
-        yield plaintext
+
+    listed = enumerate(manifest["chunks"])
+    if workers == 1:
+        for position, chunk in listed:
+            yield one(position, chunk)
+        return
+    # Up to ``workers`` chunks ahead are in flight; results are taken in order, so an error is
+    # raised at its own position and nothing after it is yielded.
+    with ThreadPoolExecutor(workers, thread_name_prefix="adds-open") as pool:
+        pending: deque[Future[bytes]] = deque()
+        try:
+            for position, chunk in itertools.islice(listed, workers):
+                pending.append(pool.submit(one, position, chunk))
+            while pending:
+                plaintext = pending.popleft().result()
+                following = next(listed, None)
+                if following is not None:
+                    pending.append(pool.submit(one, *following))
+                yield plaintext
+        finally:
+            for future in pending:  # a refusal, or the caller stopped early: fetch no more
+                future.cancel()

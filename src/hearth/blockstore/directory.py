@@ -3,16 +3,25 @@
 No marker, no subdirectories: ``<root>/<cid>`` holds exactly the block's bytes. Any tool can
 write or read it (``cp``, ``rsync``, an archive), so it is the form blocks travel in between
 machines and programs. Files whose names are not canonical CIDs are ignored; writes are atomic
-and verified exactly as in FileBlockStore (temp file ``.tmp-<random>``, fsync, rename, fsync).
+and verified exactly as in FileBlockStore (temp file ``.tmp-<random>``, fsync, rename, fsync),
+and ``batch`` works as FileBlockStore's does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 from .base import BlockStoreError, check_block, check_cid
-from .fs import DEFAULT_SWEEP_AGE, MARKER_NAME, LocalFiles, list_blocks, make_directories
+from .fs import (
+    DEFAULT_SWEEP_AGE,
+    MARKER_NAME,
+    LocalBatch,
+    LocalFiles,
+    list_blocks,
+    make_directories,
+)
 
 __all__ = ["DirectoryBlockStore"]
 
@@ -23,6 +32,9 @@ class DirectoryBlockStore:
     ``create``: make ``root`` (and its parents) when it is missing. A directory carrying the
     ``ADDS-BLOCKSTORE`` marker is a FileBlockStore and is refused here. Thread-safe.
     """
+
+    # ``get`` never returns bytes that do not hash to the CID asked for (hearth.adds.BlockSource).
+    verifies_blocks: ClassVar[bool] = True
 
     def __init__(self, root: Path | str, *, create: bool = True, fsync: bool = True) -> None:
         self.root = Path(root)
@@ -62,6 +74,11 @@ class DirectoryBlockStore:
         path = self.root / cid
         if not self._files.holds(path, data):
             self._files.write(path, data)
+
+    def batch(self) -> LocalBatch:
+        """Blocks hashed by their writer, made durable together (as FileBlockStore.batch)."""
+        self._files.check_open()
+        return LocalBatch(self._files, lambda cid: self.root / cid, lambda directory: None)
 
     def get(self, cid: str) -> bytes:
         """The file's bytes, hashed on every read: BlockCorrupt when they do not match."""

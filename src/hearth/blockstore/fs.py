@@ -14,6 +14,16 @@ A write goes to a temp file with a unique name in the block's own directory, is 
 over the final name (``os.replace``, atomic on POSIX), and the directory is fsynced. A block is
 therefore either absent or complete under its CID: a crash leaves at most a ``.tmp-`` file,
 which ``get``, ``has`` and ``cids`` never look at and ``sweep`` removes.
+
+A batch (``batch()``, what ``hearth.adds.publish`` uses) takes blocks already hashed by their
+writer (``HashedBlock``) and pays for durability once per group of blocks, not once per block:
+each block goes to its temp file at once (write-back started), and at the end (or every
+``BATCH_FILES`` blocks) every temp file is fdatasynced, then renamed, then each directory
+touched is fsynced once. The rule is the same: nothing is visible under a CID before its bytes
+are durable.
+
+The 1,024 shard directories are made (and made durable) when the store is created, so a write
+never has to; a store made by an older version gets a missing one the first time it needs it.
 """
 
 from __future__ import annotations
@@ -23,20 +33,26 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from hearth.adds.cid import cid_for_bytes, cid_problem
+from hearth.adds.objects import HashedBlock
 
 from .base import BlockCorrupt, BlockNotFound, BlockStoreError, check_block, check_cid
 
 __all__ = [
+    "BATCH_BYTES",
+    "BATCH_FILES",
     "BLOCKS_DIR",
     "DEFAULT_SWEEP_AGE",
     "MARKER_NAME",
     "MARKER_TEXT",
     "TEMP_PREFIX",
     "FileBlockStore",
+    "LocalBatch",
     "shard_of",
 ]
 
@@ -48,6 +64,15 @@ TEMP_PREFIX = ".tmp-"
 # A temp file older than this belongs to no live writer: a 16 MiB block takes well under a second
 # to write, so an hour leaves room for stalled disks and suspended machines.
 DEFAULT_SWEEP_AGE = 3600.0
+# A batch makes its blocks durable every this many blocks or bytes, whichever comes first: it
+# keeps one descriptor open per pending block (until its fdatasync), so the count bounds those,
+# and the byte bound keeps the dirty data waiting for one flush within reason.
+BATCH_FILES = 128
+BATCH_BYTES = 256 * 1024 * 1024
+# Every shard name: two base32 characters (see shard_of).
+SHARDS = tuple(
+    a + b for a in "abcdefghijklmnopqrstuvwxyz234567" for b in "abcdefghijklmnopqrstuvwxyz234567"
+)
 
 
 def shard_of(cid: str) -> str:
@@ -65,6 +90,21 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def _datasync(fd: int) -> None:
+    # fdatasync suffices for a new file: it writes the data and the size needed to read it back.
+    getattr(os, "fdatasync", os.fsync)(fd)
+
+
+def _start_writeback(fd: int) -> None:
+    """Ask the kernel to start writing the file's dirty pages now, without waiting: the
+    fdatasync at the end of a batch then finds most of them written. On Linux, DONTNEED starts
+    write-back of dirty pages and drops only pages already clean; elsewhere it is a hint."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is not None:
+        with contextlib.suppress(OSError):
+            advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 def fsync_directory(path: Path) -> None:
@@ -143,6 +183,18 @@ class LocalFiles:
         except OSError as exc:
             raise BlockStoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
+    def claim_temp(self, directory: Path) -> Path:
+        """A fresh temp file name in ``directory``, which ``sweep`` leaves alone until
+        ``release_temp``."""
+        temp = directory / f"{TEMP_PREFIX}{secrets.token_hex(12)}"
+        with self._lock:
+            self._writing.add(str(temp))
+        return temp
+
+    def release_temp(self, temp: Path) -> None:
+        with self._lock:
+            self._writing.discard(str(temp))
+
     def write(self, path: Path, data: bytes) -> None:
         """Put ``data`` at ``path`` atomically (and durably when fsync is on).
 
@@ -150,10 +202,7 @@ class LocalFiles:
         name is untouched; only a crash can leave a temp file behind.
         """
         directory = path.parent
-        temp = directory / f"{TEMP_PREFIX}{secrets.token_hex(12)}"
-        key = str(temp)
-        with self._lock:
-            self._writing.add(key)
+        temp = self.claim_temp(directory)
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0))
             try:
@@ -174,8 +223,7 @@ class LocalFiles:
                 ) from exc
             raise
         finally:
-            with self._lock:
-                self._writing.discard(key)
+            self.release_temp(temp)
 
     def sweep(self, directories: Iterable[Path], older_than: float) -> int:
         """Remove temp files (not ones this process is writing) older than ``older_than``."""
@@ -201,6 +249,161 @@ class LocalFiles:
                     continue
                 removed += 1
         return removed
+
+
+@dataclass
+class _Pending:
+    temp: Path
+    path: Path
+    fd: int
+    size: int
+
+
+class LocalBatch:
+    """Blocks written at once, made durable and visible together (``hearth.adds.BlockBatch``).
+
+    ``add`` takes only a ``HashedBlock`` (whose CID was computed from its bytes), writes it to a
+    temp file in its final directory and starts write-back; ``place`` gives that final path
+    and ``prepare`` makes sure its directory exists. Every ``BATCH_FILES`` blocks or
+    ``BATCH_BYTES`` bytes, and at ``commit``, the pending blocks are fdatasynced, renamed into
+    place, and each directory touched is fsynced once (with fsync off: renamed only). ``abort``
+    removes the temp files of blocks not yet renamed. Thread-safe: ``add`` may run in several
+    threads at once; a flush runs in the thread whose ``add`` filled the group, on a group of
+    its own, so the others keep writing.
+    """
+
+    def __init__(
+        self,
+        files: LocalFiles,
+        place: Callable[[str], Path],
+        prepare: Callable[[Path], None],
+        *,
+        max_files: int = BATCH_FILES,
+        max_bytes: int = BATCH_BYTES,
+    ) -> None:
+        self._files = files
+        self._place = place
+        self._prepare = prepare
+        self._max_files = max_files
+        self._max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._pending: list[_Pending] = []
+        self._pending_bytes = 0
+        self._state = "open"
+
+    def __enter__(self) -> LocalBatch:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def add(self, block: HashedBlock) -> None:
+        """Write ``block`` to a temp file; visible once its group is flushed or committed."""
+        if not isinstance(block, HashedBlock):
+            # The trusted path: bytes named by anyone else go through the verifying ``put``.
+            raise TypeError(f"a batch takes HashedBlock, not {type(block).__name__}")
+        self._check("add to")
+        self._files.check_open()
+        path = self._place(block.cid)
+        if self._files.holds(path, block.data):
+            return
+        self._prepare(path.parent)
+        temp = self._files.claim_temp(path.parent)
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0))
+        except OSError as exc:
+            self._files.release_temp(temp)
+            raise self._failure(path, exc) from exc
+        try:
+            _write_all(fd, block.data)
+            if self._files.fsync:
+                _start_writeback(fd)
+        except BaseException as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            self._files.release_temp(temp)
+            if isinstance(exc, OSError):
+                raise self._failure(path, exc) from exc
+            raise
+        group: list[_Pending] = []
+        with self._lock:
+            self._pending.append(_Pending(temp, path, fd, len(block.data)))
+            self._pending_bytes += len(block.data)
+            if len(self._pending) >= self._max_files or self._pending_bytes >= self._max_bytes:
+                group, self._pending, self._pending_bytes = self._pending, [], 0
+        if group:
+            self._flush(group)
+
+    def commit(self) -> None:
+        """Make every block added durable and visible; the batch is then closed."""
+        self._check("commit")
+        with self._lock:
+            group, self._pending, self._pending_bytes = self._pending, [], 0
+            self._state = "committing"
+        try:
+            self._flush(group)
+        except BaseException:
+            self._state = "failed"
+            raise
+        self._state = "committed"
+
+    def abort(self) -> None:
+        """Drop the blocks not yet made visible (their temp files); never raises for that."""
+        with self._lock:
+            group, self._pending, self._pending_bytes = self._pending, [], 0
+            if self._state != "committed":
+                self._state = "aborted"
+        self._discard(group)
+
+    def _check(self, action: str) -> None:
+        if self._state != "open":
+            raise BlockStoreError(f"cannot {action} a batch that is {self._state}")
+
+    def _flush(self, group: list[_Pending]) -> None:
+        """fdatasync every file, then rename each into place, then fsync each directory once:
+        no block becomes visible before its bytes are durable."""
+        renamed = 0
+        try:
+            if self._files.fsync:
+                for entry in group:
+                    _datasync(entry.fd)
+            for entry in group:
+                os.close(entry.fd)
+                entry.fd = -1
+            for entry in group:
+                os.replace(entry.temp, entry.path)
+                renamed += 1
+            if self._files.fsync:
+                for directory in sorted({entry.path.parent for entry in group}):
+                    fsync_directory(directory)
+        except BaseException as exc:
+            self._discard(group[renamed:])
+            if isinstance(exc, OSError):
+                path = group[min(renamed, len(group) - 1)].path
+                raise self._failure(path, exc) from exc
+            raise
+        finally:
+            for entry in group:
+                self._files.release_temp(entry.temp)
+
+    def _discard(self, group: list[_Pending]) -> None:
+        for entry in group:
+            if entry.fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(entry.fd)
+                entry.fd = -1
+            with contextlib.suppress(OSError):
+                os.unlink(entry.temp)
+            self._files.release_temp(entry.temp)
+
+    def _failure(self, path: Path, exc: OSError) -> BlockStoreError:
+        return BlockStoreError(
+            f"cannot write {path.name} in {self._files.description}: {exc.strerror or exc}"
+        )
 
 
 def list_blocks(directory: Path, *, shard: str | None = None) -> list[str]:
@@ -239,6 +442,9 @@ class FileBlockStore:
     Thread-safe; several processes may share one store (every write is an atomic rename).
     """
 
+    # ``get`` never returns bytes that do not hash to the CID asked for (hearth.adds.BlockSource).
+    verifies_blocks: ClassVar[bool] = True
+
     def __init__(self, root: Path | str, *, create: bool = True, fsync: bool = True) -> None:
         self.root = Path(root)
         self.blocks = self.root / BLOCKS_DIR
@@ -246,11 +452,13 @@ class FileBlockStore:
         self._ready_shards: set[str] = set()
         self._shard_lock = threading.Lock()
         marker = self.root / MARKER_NAME
+        created = False
         try:
             if marker.is_file():
                 self._check_marker(marker)
             elif create:
                 self._initialise()
+                created = True
             else:
                 raise BlockStoreError(
                     f"{self.root} is not a hearth block store (it has no {MARKER_NAME} file)"
@@ -259,6 +467,13 @@ class FileBlockStore:
                 self.blocks.mkdir()
                 if fsync:
                     fsync_directory(self.root)
+            # A store made here gets all 1,024 shards at once (one directory fsync for them all,
+            # not one per shard on its first write); in an existing one, those already there
+            # need no mkdir later (one made by an older version may lack some).
+            if created:
+                self._make_shards()
+            else:
+                self._ready_shards.update(list_shards(self.blocks))
         except OSError as exc:
             raise BlockStoreError(
                 f"cannot open the block store at {self.root}: {exc.strerror or exc}"
@@ -301,12 +516,18 @@ class FileBlockStore:
     def _path(self, cid: str) -> Path:
         return self.blocks / shard_of(cid) / cid
 
+    def _make_shards(self) -> None:
+        for shard in SHARDS:
+            (self.blocks / shard).mkdir(exist_ok=True)
+        if self._files.fsync:
+            fsync_directory(self.blocks)
+        self._ready_shards.update(SHARDS)
+
     def _ready_shard(self, shard: str) -> None:
         # A new shard directory's own entry in blocks/ must be durable before a block inside it
         # can be; each process makes sure once per shard.
-        with self._shard_lock:
-            if shard in self._ready_shards:
-                return
+        if shard in self._ready_shards:  # a set lookup: safe without the lock under the GIL
+            return
         try:
             (self.blocks / shard).mkdir(exist_ok=True)
             if self._files.fsync:
@@ -331,6 +552,15 @@ class FileBlockStore:
             return
         self._ready_shard(shard_of(cid))
         self._files.write(path, data)
+
+    def batch(self) -> LocalBatch:
+        """A batch of blocks hashed by their writer (``HashedBlock``), made durable together at
+        ``commit``: what ``hearth.adds.publish`` uses. Not for bytes named by anyone else: those
+        go through ``put``, which hashes them."""
+        self._files.check_open()
+        return LocalBatch(
+            self._files, self._path, lambda directory: self._ready_shard(directory.name)
+        )
 
     def get(self, cid: str) -> bytes:
         """The block's bytes, hashed on every read: BlockCorrupt when the file was damaged."""

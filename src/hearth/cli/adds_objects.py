@@ -1026,6 +1026,13 @@ def open_command(
     now: int | None = NOW_OPTION,
     force: bool = FORCE_OPTION,
     quiet: bool = QUIET_OPTION,
+    workers: int = typer.Option(
+        1,
+        "--workers",
+        min=1,
+        max=64,
+        help="Threads fetching, verifying and decrypting the next blocks ahead of the output.",
+    ),
 ) -> None:
     """Check the grant and manifest, then fetch, verify and decrypt every block.
 
@@ -1048,7 +1055,13 @@ def open_command(
         parents = [_load_document(name, service, "parent grant") for name in parent_grant or []]
         try:
             chunks = open_object(
-                manifest_bytes, grant_bytes, box, store, now=_now(now), parents=parents
+                manifest_bytes,
+                grant_bytes,
+                box,
+                store,
+                now=_now(now),
+                parents=parents,
+                workers=workers,
             )
         except OpenError as exc:
             _fail(f"{exc.code}: {exc.message}")

@@ -1,0 +1,371 @@
+"""Batches of the local stores: the trusted path publish uses, durable once per group.
+
+A batch takes only HashedBlocks (CIDs computed from the bytes by hearth.adds), never a CID from
+elsewhere; a block is invisible until its group is flushed; a flush fdatasyncs every file
+before renaming any, and fsyncs each directory touched once, after the renames. The SIGKILL
+test of the batch path is in test_fs.py, beside the one of ``put``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hearth.adds import issue_grant, open_object, publish
+from hearth.adds.keys import generate_key_pair
+from hearth.adds.objects import BatchingBlockSink, HashedBlock
+from hearth.blockstore import (
+    BlockNotFound,
+    BlockStoreError,
+    DirectoryBlockStore,
+    FileBlockStore,
+    HttpBlockStore,
+)
+from hearth.blockstore import fs as fs_module
+from hearth.blockstore.fs import LocalBatch
+
+from . import files_under, make_block, temp_files
+
+LocalStore = FileBlockStore | DirectoryBlockStore
+KINDS: dict[str, Callable[[Path], LocalStore]] = {
+    "file": FileBlockStore,
+    "directory": DirectoryBlockStore,
+}
+
+
+@pytest.fixture(params=sorted(KINDS))
+def local_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LocalStore]:
+    store = KINDS[request.param](tmp_path / "store")
+    yield store
+    store.close()
+
+
+def hashed(seed: int | str, size: int = 2000) -> HashedBlock:
+    _, data = make_block(seed, size)
+    return HashedBlock.of(data)
+
+
+def visible_blocks(store: LocalStore) -> list[str]:
+    return sorted(store.cids())
+
+
+# --- the trusted path takes only what was hashed --------------------------------------------
+
+
+def test_both_local_stores_batch_and_the_http_store_does_not(tmp_path: Path) -> None:
+    for kind in KINDS.values():
+        assert isinstance(kind(tmp_path / kind.__name__), BatchingBlockSink)
+    # Uploads go through the verifying put: the provider hashes them again on its side anyway.
+    assert not isinstance(HttpBlockStore("http://127.0.0.1:9"), BatchingBlockSink)
+
+
+class Impostor:
+    """Looks like a HashedBlock, but its CID was not computed from its bytes."""
+
+    def __init__(self, cid: str, data: bytes) -> None:
+        self.cid = cid
+        self.data = data
+
+
+def test_a_batch_refuses_anything_but_a_hashed_block(local_store: LocalStore) -> None:
+    cid, _ = make_block("named elsewhere")
+    batch = local_store.batch()
+    with pytest.raises(TypeError, match="HashedBlock"):
+        batch.add(Impostor(cid, b"other bytes"))  # type: ignore[arg-type]
+    batch.commit()
+    assert visible_blocks(local_store) == []
+    assert temp_files(local_store.root) == []
+
+
+def test_no_server_code_reaches_the_trusted_path() -> None:
+    """The provider's routes take a CID from the URL and bytes from the body: they must use the
+    verifying ``put``. The batch path (and HashedBlock, its key) is for ``publish`` alone."""
+    server = Path(__file__).resolve().parents[2] / "src" / "hearth" / "server"
+    offenders = [
+        str(path.relative_to(server))
+        for path in sorted(server.rglob("*.py"))
+        if re.search(r"\.batch\(|HashedBlock|LocalBatch", path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+# --- visibility and durability --------------------------------------------------------------
+
+
+def test_blocks_are_invisible_until_commit(local_store: LocalStore) -> None:
+    blocks = [hashed(n, 1000 + n) for n in range(5)]
+    batch = local_store.batch()
+    for block in blocks:
+        batch.add(block)
+    for block in blocks:
+        assert not local_store.has(block.cid)
+        with pytest.raises(BlockNotFound):
+            local_store.get(block.cid)
+    assert len(temp_files(local_store.root)) == 5
+    batch.commit()
+    assert visible_blocks(local_store) == sorted(b.cid for b in blocks)
+    for block in blocks:
+        assert local_store.get(block.cid) == block.data
+    assert temp_files(local_store.root) == []
+
+
+def test_abort_leaves_nothing(local_store: LocalStore) -> None:
+    batch = local_store.batch()
+    for n in range(4):
+        batch.add(hashed(n))
+    batch.abort()
+    assert visible_blocks(local_store) == []
+    assert temp_files(local_store.root) == []
+    with pytest.raises(BlockStoreError, match="aborted"):
+        batch.add(hashed("late"))
+    batch.abort()  # again: harmless
+
+
+def test_a_committed_batch_takes_no_more(local_store: LocalStore) -> None:
+    batch = local_store.batch()
+    batch.add(hashed(1))
+    batch.commit()
+    with pytest.raises(BlockStoreError, match="committed"):
+        batch.add(hashed(2))
+    with pytest.raises(BlockStoreError, match="committed"):
+        batch.commit()
+    batch.abort()  # after a commit: changes nothing
+    assert visible_blocks(local_store) == [hashed(1).cid]
+
+
+def test_a_closed_store_makes_no_batch(local_store: LocalStore) -> None:
+    batch = local_store.batch()
+    local_store.close()
+    with pytest.raises(BlockStoreError, match="closed"):
+        local_store.batch()
+    with pytest.raises(BlockStoreError, match="closed"):
+        batch.add(hashed(1))
+
+
+def test_a_held_block_is_not_written_again(local_store: LocalStore) -> None:
+    block = hashed("held")
+    local_store.put(block.cid, block.data)
+    before = os.stat(next(local_store.root.rglob(block.cid))).st_ino
+    with local_store.batch() as batch:
+        batch.add(block)
+        assert temp_files(local_store.root) == []
+    assert os.stat(next(local_store.root.rglob(block.cid))).st_ino == before
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Record every data sync (by temp file), rename and directory fsync, in order."""
+    events: list[tuple[str, str]] = []
+    names: dict[int, str] = {}
+    lock = threading.Lock()
+    real_open, real_datasync = fs_module.os.open, fs_module._datasync
+    real_replace, real_fsync_directory = fs_module.os.replace, fs_module.fsync_directory
+
+    def opening(path: Any, flags: int, *args: Any) -> int:
+        fd = real_open(path, flags, *args)
+        names[fd] = Path(path).name
+        return fd
+
+    def datasync(fd: int) -> None:
+        real_datasync(fd)
+        with lock:
+            events.append(("datasync", names[fd]))
+
+    def replace(source: Any, target: Any) -> None:
+        real_replace(source, target)
+        with lock:
+            events.append(("rename", Path(source).name))
+
+    def fsync_directory(path: Path) -> None:
+        real_fsync_directory(path)
+        with lock:
+            events.append(("dirsync", str(path)))
+
+    monkeypatch.setattr(fs_module.os, "open", opening)
+    monkeypatch.setattr(fs_module, "_datasync", datasync)
+    monkeypatch.setattr(fs_module.os, "replace", replace)
+    monkeypatch.setattr(fs_module, "fsync_directory", fsync_directory)
+    return events
+
+
+@pytest.mark.parametrize("max_files", [3, 1000])
+def test_a_flush_syncs_every_file_before_any_rename_and_each_directory_once(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch, max_files: int
+) -> None:
+    blocks = [hashed(n, 500) for n in range(10)]
+    events = _recording(monkeypatch)
+    batch = local_store.batch()
+    assert isinstance(batch, LocalBatch)
+    batch._max_files = max_files  # the default was bound when the batch was made
+    for block in blocks:
+        batch.add(block)
+    batch.commit()
+    # Split the events into flushes: each is datasyncs, then renames, then directory fsyncs.
+    flushes: list[list[tuple[str, str]]] = []
+    for event in events:
+        if event[0] == "datasync" and (not flushes or flushes[-1][-1][0] != "datasync"):
+            flushes.append([])
+        flushes[-1].append(event)
+    expected = -(-len(blocks) // max_files)
+    assert len(flushes) == expected
+    for flush in flushes:
+        kinds = [kind for kind, _ in flush]
+        count = kinds.count("datasync")
+        assert kinds[: 2 * count] == ["datasync"] * count + ["rename"] * count
+        assert {name for kind, name in flush if kind == "datasync"} == {
+            name for kind, name in flush if kind == "rename"
+        }
+        directories = [name for kind, name in flush if kind == "dirsync"]
+        assert kinds[2 * count :] == ["dirsync"] * len(directories)
+        assert len(directories) == len(set(directories)) >= 1  # each directory once
+    assert visible_blocks(local_store) == sorted(b.cid for b in blocks)
+
+
+def test_without_fsync_a_batch_only_renames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileBlockStore(tmp_path / "store", fsync=False)
+    events = _recording(monkeypatch)
+    with store.batch() as batch:
+        for n in range(4):
+            batch.add(hashed(n))
+    assert [kind for kind, _ in events] == ["rename"] * 4
+
+
+def test_a_failed_rename_in_a_flush_leaves_no_temp_file(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_replace = fs_module.os.replace
+    calls = 0
+
+    def second_fails(source: Any, target: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(source, target)
+
+    monkeypatch.setattr(fs_module.os, "replace", second_fails)
+    blocks = [hashed(n) for n in range(4)]
+    batch = local_store.batch()
+    for block in blocks:
+        batch.add(block)
+    with pytest.raises(BlockStoreError, match="Input/output error"):
+        batch.commit()
+    batch.abort()
+    monkeypatch.undo()
+    # The block renamed before the failure was already durable; nothing else is visible.
+    assert visible_blocks(local_store) == [blocks[0].cid]
+    assert local_store.get(blocks[0].cid) == blocks[0].data
+    assert temp_files(local_store.root) == []
+
+
+def test_a_write_failing_in_add_leaves_nothing(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def half_then_full_disk(fd: int, payload: bytes) -> None:
+        os.write(fd, payload[: len(payload) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    batch = local_store.batch()
+    batch.add(hashed("first"))
+    monkeypatch.setattr(fs_module, "_write_all", half_then_full_disk)
+    with pytest.raises(BlockStoreError, match="No space left"):
+        batch.add(hashed("second"))
+    batch.abort()
+    assert visible_blocks(local_store) == []
+    assert temp_files(local_store.root) == []
+
+
+def test_sweep_spares_a_batch_waiting_for_its_commit(local_store: LocalStore) -> None:
+    batch = local_store.batch()
+    for n in range(3):
+        batch.add(hashed(n))
+    assert local_store.sweep(older_than=0) == 0
+    assert len(temp_files(local_store.root)) == 3
+    batch.commit()
+    assert len(visible_blocks(local_store)) == 3
+
+
+def test_many_threads_adding_to_one_batch(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocks = [hashed(n, 300 + n) for n in range(200)]
+    batch = local_store.batch()
+    assert isinstance(batch, LocalBatch)
+    batch._max_files = 7  # groups are flushed by whichever thread fills them
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(batch.add, blocks))
+    batch.commit()
+    assert visible_blocks(local_store) == sorted(b.cid for b in blocks)
+    for block in blocks:
+        assert local_store.get(block.cid) == block.data
+    assert temp_files(local_store.root) == []
+
+
+# --- publish and open through the file stores -----------------------------------------------
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_publish_into_a_local_store_and_open_from_it(local_store: LocalStore, workers: int) -> None:
+    pair = generate_key_pair()
+    data = os.urandom(5 * 65536 + 17)
+    published = publish(
+        data,
+        local_store,
+        key=pair.signing,
+        publisher_id="p",
+        object_id="o",
+        created_at=1_800_000_000,
+        chunk_size=65536,
+        workers=workers,
+    )
+    cids = sorted({c["cid"] for c in published.manifest.document["chunks"]})
+    assert visible_blocks(local_store) == cids
+    assert temp_files(local_store.root) == []
+    grant = issue_grant(
+        manifest=published.manifest,
+        content_key=published.content_key,
+        key=pair.signing,
+        issuer_id="p",
+        grant_id="g",
+        audience="r",
+        audience_x25519_public_key=pair.box_public,
+        rights=["read"],
+        issued_at=1_800_000_000,
+        expires_at=1_800_086_400,
+    )
+    opened = open_object(
+        published.manifest, grant, pair.box, local_store, now=1_800_000_001, workers=workers
+    )
+    assert b"".join(opened) == data
+
+
+def test_a_publish_that_fails_leaves_no_block_and_no_temp_file(
+    local_store: LocalStore,
+) -> None:
+    def pieces() -> Iterator[bytes]:
+        yield os.urandom(4 * 4096)
+        raise ConnectionError("source lost")
+
+    pair = generate_key_pair()
+    with pytest.raises(ConnectionError):
+        publish(
+            pieces(),
+            local_store,
+            key=pair.signing,
+            publisher_id="p",
+            object_id="o",
+            created_at=1_800_000_000,
+            chunk_size=4096,
+            workers=2,
+        )
+    assert visible_blocks(local_store) == []
+    assert [name for name in files_under(local_store.root) if ".tmp-" in name] == []
