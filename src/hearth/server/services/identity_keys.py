@@ -18,13 +18,13 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
-from hearth.adds.ed25519 import point_problem
-from hearth.proofs import EncodingError, b64_decode
+from hearth.proofs import b64_decode
 
 from ..db.engine import utcnow
 from ..db.tables import identities, identity_keys, runtimes
 from ..errors import ApiError, not_found
 from .authority import RootGrant
+from .public_keys import checked_ed25519
 from .times import iso
 
 PRIMARY_KID = "primary"
@@ -77,24 +77,6 @@ def root_view(identity: dict[str, Any]) -> dict[str, Any]:
         "revoked_at": None,
         "revoked": False,
     }
-
-
-def _checked_key(public_key_b64: str) -> str:
-    try:
-        raw = b64_decode(public_key_b64, length=32, what="public_key")
-    except EncodingError as exc:
-        raise ApiError(
-            422, "invalid_public_key", str(exc), details={"field": "public_key"}
-        ) from None
-    problem = point_problem(raw)
-    if problem is not None:
-        raise ApiError(
-            422,
-            "invalid_public_key",
-            f"public_key is not an acceptable Ed25519 key ({problem}).",
-            details={"field": "public_key", "problem": problem},
-        )
-    return public_key_b64
 
 
 def _runtime_of(conn: Connection, identity_id: str, runtime_ref: str) -> dict[str, Any]:
@@ -189,7 +171,7 @@ def register(
         )
     if purpose not in PURPOSES:
         raise ApiError(422, "invalid_purpose", f"purpose is one of {', '.join(PURPOSES)}.")
-    _checked_key(public_key)
+    checked_ed25519(public_key, "public_key")
     if purpose == "runtime" and runtime_id is None:
         raise ApiError(
             422,
@@ -234,7 +216,7 @@ def register_runtime_key(
     runtime = _runtime_of(conn, identity_id, runtime_id)
     if runtime["mode"] != "trusted":
         raise ValueError("only a trusted runtime's hosted key is registered by the service")
-    _checked_key(public_key_b64)
+    checked_ed25519(public_key_b64, "public_key")
     existing = conn.execute(_BY_KID, {"identity": identity_id, "kid": kid}).first()
     if existing is not None:
         row = dict(existing._mapping)

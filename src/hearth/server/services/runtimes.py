@@ -30,14 +30,14 @@ from urllib.parse import urlsplit
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
-from hearth.adds.ed25519 import point_problem
-from hearth.proofs import EncodingError, b64_decode, b64_encode
+from hearth.proofs import b64_encode
 
 from .. import runtime_states
 from ..db.engine import utcnow
 from ..db.tables import runtime_events, runtimes, thoughts
 from ..errors import DOCS, ApiError, not_found
 from . import cursors, identities
+from .public_keys import checked_ed25519
 from .sealing import associated_data, derive_key, open_sealed, seal
 from .times import iso
 
@@ -466,20 +466,7 @@ def _check_advertised_url(url: str | None) -> None:
 
 
 def _check_bridge(bridge: dict[str, Any]) -> dict[str, Any]:
-    try:
-        raw = b64_decode(bridge["pubkey"], length=PUBLIC_KEY_BYTES, what="bridge.pubkey")
-    except EncodingError as exc:
-        raise ApiError(
-            422, "invalid_public_key", str(exc), details={"field": "bridge.pubkey"}
-        ) from None
-    problem = point_problem(raw)
-    if problem is not None:
-        raise ApiError(
-            422,
-            "invalid_public_key",
-            f"bridge.pubkey is not a canonical Ed25519 public key ({problem}).",
-            details={"field": "bridge.pubkey", "problem": problem},
-        )
+    checked_ed25519(bridge["pubkey"], "bridge.pubkey")
     key_id = _uuid_or_none(bridge["key_id"])
     if key_id is None:
         raise ApiError(
