@@ -6,7 +6,7 @@ import typer
 
 from hearth import __version__
 
-from . import account, adds, backup, fork, keys, memory, serve, voice, wake
+from . import account, adds, backup, bridge, fork, keys, memory, serve, voice, wake, worker
 
 app = typer.Typer(
     name="hearth",
@@ -25,6 +25,8 @@ app.command("serve")(serve.serve)
 app.command("wake")(wake.wake)
 app.command("voice")(voice.voice)
 app.command("fork")(fork.fork)
+app.command("worker")(worker.worker)
+app.command("bridge")(bridge.bridge)
 
 
 def _version(value: bool) -> None:

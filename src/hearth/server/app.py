@@ -51,8 +51,15 @@ from .tutor import tutor_for
 log = structlog.get_logger("hearth.server")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, serving: bool = False) -> FastAPI:
+    """The service. ``serving`` is ``hearth serve``'s factory: there ``worker_in_process``
+    (default true) runs an orchestrator worker in the process. An app built here otherwise (an
+    embedder, a test) runs one only when its settings set ``worker_in_process`` explicitly, so
+    that no worker moves runtimes behind code that did not ask for one (docs/orchestrator.md)."""
     settings = settings or Settings()
+    run_worker = settings.worker_in_process and (
+        serving or "worker_in_process" in settings.model_fields_set
+    )
     configure_logging(settings.log_format, settings.log_level)
     db = Database(settings.database_url)
     metrics = Metrics()
@@ -82,6 +89,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # A configured key that cannot be read is a configuration error: refuse to start.
             await hearth.adds.keyring.key()
         await hearth.events.start()
+        if run_worker:
+            # Imported here: the orchestrator pulls in the LLM SDKs, which only a worker needs.
+            from .bridge import hub_for  # noqa: PLC0415
+            from .orchestrator import Worker  # noqa: PLC0415
+
+            hearth.worker = Worker(settings, hearth.db, hearth.events, hub=hub_for(_app))
+            hearth.worker.start()
         log.info(
             "service_started",
             version=__version__,
@@ -93,6 +107,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            if hearth.worker is not None:
+                await hearth.worker.stop()
+                hearth.worker = None
             await hearth.events.aclose()
             await hearth.joy.aclose()
             hearth.adds.close()
@@ -146,7 +163,7 @@ def _body_limits(settings: Settings) -> Callable[[str, str], int]:
 
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` (each worker builds its own app from the environment)."""
-    return create_app(Settings())
+    return create_app(Settings(), serving=True)
 
 
 def _ensure_sqlite_dir(url: str) -> None:

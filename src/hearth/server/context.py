@@ -6,6 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import structlog
 from sqlalchemy import func, select
@@ -18,6 +19,9 @@ from .observability import Metrics
 from .packages import PackageCatalog
 from .services.adds_node import AddsNode
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .orchestrator import Worker
 
 log = structlog.get_logger("hearth.server")
 
@@ -78,3 +82,5 @@ class Hearth:
     joy: JoyIndex
     adds: AddsNode
     events: EventBus
+    # The in-process orchestrator worker (settings.worker_in_process), while the app runs.
+    worker: Worker | None = None

@@ -40,13 +40,8 @@ EVENTS: Final = (
 INITIAL_STATE: Final = "provisioned"
 INITIAL_EVENT: Final = "provisioned"
 
-# Timings read by the orchestrator (the specification's "Limits"). They belong in Settings so
-# that tests can run them in seconds; until settings.py carries them (suggested names:
-# runtime_idle_seconds, runtime_auto_stop_seconds, runtime_heartbeat_seconds) these are the
-# defaults such settings should have.
-IDLE_AFTER_SECONDS: Final = 5 * 60  # running -> idle after this long without new work
-AUTO_STOP_AFTER_SECONDS: Final = 24 * 60 * 60  # idle -> stopped on the free plan
-HEARTBEAT_SECONDS: Final = 30  # a running runtime's heartbeat (last_seen_at)
+# The timings (idle after, auto-stop after, heartbeat) are settings (``runtime_idle_seconds``,
+# ``runtime_auto_stop_seconds``, ``runtime_heartbeat_seconds``), so tests run them in seconds.
 
 
 @dataclass(frozen=True)
@@ -118,10 +113,7 @@ def triggers_from(status: str) -> tuple[str, ...]:
 
 
 __all__ = [
-    "AUTO_STOP_AFTER_SECONDS",
     "EVENTS",
-    "HEARTBEAT_SECONDS",
-    "IDLE_AFTER_SECONDS",
     "INITIAL_EVENT",
     "INITIAL_STATE",
     "MOVES",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///var/hearth.sqlite3"
@@ -70,6 +70,24 @@ class Settings(BaseSettings):
     voice_welcome_seconds: float = Field(default=15.0, gt=0, le=3600)
     voice_queue_size: int = Field(default=256, ge=2, le=100_000)
 
+    # Hosted runtimes (docs/orchestrator.md). Seconds are floats so that tests run them short.
+    runtime_idle_seconds: float = Field(default=300.0, gt=0)  # running -> idle without work
+    runtime_auto_stop_seconds: float = Field(default=86_400.0, gt=0)  # idle -> stopped (free)
+    runtime_heartbeat_seconds: float = Field(default=30.0, gt=0)  # lease renewal, last_seen_at
+    # A lease outlives a few missed heartbeats before another worker may take the runtime over.
+    runtime_lease_seconds: float = Field(default=90.0, gt=0)
+    runtime_poll_seconds: float = Field(default=1.0, gt=0)  # how often a worker looks for work
+    runtime_retry_seconds: float = Field(default=30.0, ge=0)  # pause after a failed cycle
+    runtime_max_per_worker: int = Field(default=500, ge=1)  # runtimes one worker holds
+    runtime_concurrency: int = Field(default=16, ge=1)  # think cycles one worker runs at once
+    runtime_recent_thoughts: int = Field(default=20, ge=0, le=200)  # read into each prompt
+    worker_in_process: bool = True  # `hearth serve` runs an orchestrator worker too
+    llm_anthropic_base_url: str | None = None  # None: the SDK's default (api.anthropic.com)
+    llm_openai_base_url: str | None = None  # None: the SDK's default (api.openai.com/v1)
+    llm_timeout_seconds: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0, le=10)
+    llm_max_tokens: int = Field(default=1024, ge=1, le=65_536)
+
     log_format: Literal["json", "console"] = "json"
     log_level: str = "info"
 
@@ -82,6 +100,13 @@ class Settings(BaseSettings):
     @classmethod
     def _strip(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
+
+    @model_validator(mode="after")
+    def _lease_outlives_heartbeat(self) -> Settings:
+        # A lease renewed every heartbeat must not lapse between two renewals.
+        if self.runtime_lease_seconds <= self.runtime_heartbeat_seconds:
+            raise ValueError("runtime_lease_seconds must be longer than runtime_heartbeat_seconds")
+        return self
 
     @property
     def is_sqlite(self) -> bool:

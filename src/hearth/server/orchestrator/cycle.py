@@ -1,0 +1,261 @@
+"""One think cycle of a hosted runtime (docs/orchestrator.md, "The think cycle").
+
+1. ``begin`` (one transaction, under the lease): take the identity's next inbox message, find
+   or make the runtime's strand, read its recent thoughts (ciphertext) and the wake (markdown),
+   append ``think_cycle_start``. Committed, so the message is ``taken`` by this runtime.
+2. Outside any transaction: read the provider key from the vault, open the thoughts through the
+   custody adapter, build the prompt, call the provider, seal the reply for the strand's next
+   seq and sign the write.
+3. ``finish`` (one transaction, under the lease): store the thought (``strands.append_thought``
+   checks the signature against the identity's keys), complete the message, append
+   ``think_cycle_end``.
+
+A failure anywhere after 1 is ``fail``: the message goes back to ``pending`` and
+``think_cycle_error`` says why. A worker that lost its lease in between writes nothing: the
+worker that took the runtime over releases the message when it claims the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, select, update
+
+from ..db.engine import utcnow
+from ..db.tables import runtimes, strands
+from ..errors import ApiError
+from ..services import inbox, vault, wake, wake_render
+from ..services import runtimes as runtime_service
+from ..services import strands as strand_service
+from . import leases
+from .llm import Prompt
+
+STRAND_NAME = "thoughts"
+THOUGHT_FORMAT = "hearth/think-cycle/v1"
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who writes, and for how long each write extends the lease."""
+
+    owner: str
+    lease_ms: int
+
+
+@dataclass
+class Begun:
+    """What step 1 read, for steps 2 and 3."""
+
+    runtime: dict[str, Any]
+    message: dict[str, Any]
+    strand_id: str
+    seq: int
+    recent: list[dict[str, Any]]
+    wake_markdown: str
+
+
+class CycleFailed(Exception):
+    """A cycle that could not complete; ``stage`` and ``reason`` go into ``think_cycle_error``
+    (never a secret: reasons are written here, not copied from key material or values)."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(f"{stage}: {reason}")
+        self.stage = stage
+        self.reason = reason
+
+
+_RUNTIME_STRAND = (
+    select(strands)
+    .where(strands.c.runtime_id == bindparam("runtime"))
+    .order_by(strands.c.created_at, strands.c.id)
+    .limit(1)
+)
+
+
+def runtime_strand(conn: Connection, runtime: dict[str, Any]) -> dict[str, Any]:
+    """The runtime's strand (its oldest bound one), made on the first cycle."""
+    row = conn.execute(_RUNTIME_STRAND, {"runtime": runtime["id"]}).first()
+    if row is not None:
+        return dict(row._mapping)
+    return strand_service.create(
+        conn,
+        runtime["project_id"],
+        identity_ref=runtime["identity_id"],
+        name=STRAND_NAME,
+        runtime_ref=runtime["id"],
+    )
+
+
+def _now_ms() -> int:
+    return int(utcnow().timestamp() * 1000)
+
+
+def begin(
+    conn: Connection, runtime_id: str, lease: Lease, now_ms: int, recent_limit: int
+) -> Begun | None:
+    """Step 1; None when the identity has no pending message."""
+    leases.hold(conn, runtime_id, lease.owner, now_ms=now_ms, lease_ms=lease.lease_ms)
+    runtime = dict(conn.execute(select(runtimes).where(runtimes.c.id == runtime_id)).one()._mapping)
+    if runtime["status"] != "running" or runtime["identity_id"] is None:
+        return None
+    message = inbox.take_next(conn, runtime["identity_id"], runtime_id)
+    if message is None:
+        return None
+    strand = runtime_strand(conn, runtime)
+    recent = (
+        strand_service.recent_thoughts(conn, strand["id"], recent_limit) if recent_limit else []
+    )
+    document = wake.build(conn, runtime["project_id"], runtime["identity_id"])
+    runtime_service.append_event(
+        conn,
+        runtime_id,
+        "think_cycle_start",
+        {"message_id": message["id"], "strand_id": strand["id"], "seq": strand["next_seq"]},
+    )
+    return Begun(
+        runtime=runtime,
+        message=message,
+        strand_id=strand["id"],
+        seq=int(strand["next_seq"]),
+        recent=recent,
+        wake_markdown=wake_render.to_markdown(document),
+    )
+
+
+def provider_key(conn: Connection, runtime: dict[str, Any], master_key: str | None) -> str:
+    """The provider's api key from the vault secret the runtime's ``llm.vault_key`` names."""
+    name = (runtime["llm"] or {}).get("vault_key")
+    if not name:
+        raise CycleFailed("vault", "the runtime's llm has no vault_key")
+    try:
+        return vault.read_secret(conn, runtime["project_id"], name, master_key=master_key)
+    except vault.VaultUnavailable:
+        raise CycleFailed("vault", f"the vault secret {name!r} does not open") from None
+    except ApiError:
+        raise CycleFailed("vault", f"the vault secret {name!r} is missing") from None
+
+
+def thought_plaintext(message: dict[str, Any], reply: str, runtime: dict[str, Any]) -> bytes:
+    """What a cycle stores (sealed): the message it answered and the reply, as JSON."""
+    llm = runtime["llm"] or {}
+    return json.dumps(
+        {
+            "format": THOUGHT_FORMAT,
+            "in_reply_to": message["id"],
+            "sender": message["sender"],
+            "message": message["body"],
+            "reply": reply,
+            "provider": llm.get("provider"),
+            "model": llm.get("model"),
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    ).encode("utf-8")
+
+
+def _turns_of(plaintext: bytes) -> list[tuple[str, str]]:
+    text = plaintext.decode("utf-8", errors="replace")
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("format") == THOUGHT_FORMAT:
+        return [
+            ("user", f"Message from {parsed.get('sender')}:\n{parsed.get('message')}"),
+            ("assistant", str(parsed.get("reply"))),
+        ]
+    # A thought written some other way (by the identity itself): context, not a turn of ours.
+    return [("user", f"An earlier thought of yours:\n{text}")]
+
+
+def build_prompt(wake_markdown: str, history: list[bytes], message: dict[str, Any]) -> Prompt:
+    """The wake (markdown) as the system text; the strand's recent thoughts as the conversation
+    so far; the message last. Consecutive turns of one role are joined: both APIs want them to
+    alternate, beginning with the user."""
+    turns: list[tuple[str, str]] = []
+    for plaintext in history:
+        turns.extend(_turns_of(plaintext))
+    turns.append(("user", f"Message from {message['sender']}:\n{message['body']}"))
+    merged: list[tuple[str, str]] = []
+    for role, text in turns:
+        if merged and merged[-1][0] == role:
+            merged[-1] = (role, merged[-1][1] + "\n\n" + text)
+        else:
+            merged.append((role, text))
+    if merged[0][0] != "user":
+        merged.insert(0, ("user", "(The conversation so far.)"))
+    system = (
+        "You are the agent described by this wake document. Answer the last message.\n\n"
+        + wake_markdown
+    )
+    return Prompt(system, tuple(merged))
+
+
+def finish(
+    conn: Connection,
+    begun: Begun,
+    lease: Lease,
+    *,
+    nonce: bytes,
+    ciphertext: bytes,
+    signing_key_id: str,
+    signature: str,
+) -> dict[str, Any]:
+    """Step 3: the thought stored, the message done, ``think_cycle_end``; the stored row."""
+    runtime_id = begun.runtime["id"]
+    leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
+    row = strand_service.append_thought(
+        conn,
+        begun.strand_id,
+        seq=begun.seq,
+        nonce=nonce,
+        ciphertext=ciphertext,
+        signing_key_id=signing_key_id,
+        signature=signature,
+    )
+    inbox.complete(conn, begun.message["id"])
+    conn.execute(update(runtimes).where(runtimes.c.id == runtime_id).values(last_work_at=utcnow()))
+    runtime_service.append_event(
+        conn,
+        runtime_id,
+        "think_cycle_end",
+        {"message_id": begun.message["id"], "strand_id": begun.strand_id, "seq": begun.seq},
+    )
+    return row
+
+
+def fail(conn: Connection, begun: Begun, lease: Lease, failure: CycleFailed) -> None:
+    """The message back to ``pending``, and ``think_cycle_error`` with the stage and reason."""
+    runtime_id = begun.runtime["id"]
+    leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
+    inbox.release(conn, begun.message["id"])
+    conn.execute(update(runtimes).where(runtimes.c.id == runtime_id).values(last_work_at=utcnow()))
+    runtime_service.append_event(
+        conn,
+        runtime_id,
+        "think_cycle_error",
+        {
+            "message_id": begun.message["id"],
+            "strand_id": begun.strand_id,
+            "stage": failure.stage,
+            "reason": failure.reason,
+        },
+    )
+
+
+__all__ = [
+    "STRAND_NAME",
+    "THOUGHT_FORMAT",
+    "Begun",
+    "CycleFailed",
+    "Lease",
+    "begin",
+    "build_prompt",
+    "fail",
+    "finish",
+    "provider_key",
+    "runtime_strand",
+    "thought_plaintext",
+]
