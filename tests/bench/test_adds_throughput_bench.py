@@ -19,6 +19,7 @@ RUNS = [
     "publish fsync off, workers=1",
     "publish fsync off, workers=2",
     "open fsync on, workers=1",
+    "open fsync on, workers=2",
     "cli publish",
     "cli open",
 ]
@@ -53,7 +54,7 @@ def test_a_short_run_reports_ratios_and_peak_memory(tmp_path: Path) -> None:
         run.stdout,
     )
     assert re.search(r"fsync on \d+\.\d MB/s, fsync off \d+\.\d MB/s", run.stdout)
-    for name in RUNS[:5]:
+    for name in RUNS[:6]:
         operation, setting = name.split(" ", 1)
         pattern = (
             rf"{operation}/limit \({setting}\) = \d+\.\d{{3}} \(goal 0\.5\): goal (met|missed)"
@@ -72,7 +73,7 @@ def test_json_summary(tmp_path: Path) -> None:
     summary = json.loads(run.stdout)
     assert summary["size"] == 1024 * 1024
     assert summary["chunk_size"] == 64 * 1024
-    assert [r["name"] for r in summary["runs"]] == RUNS[:5]
+    assert [r["name"] for r in summary["runs"]] == RUNS[:6]
     assert all(r["ratio"] > 0 and r["peak_rss_mb"] > 0 for r in summary["runs"])
     assert set(summary["io_mb_per_s"]) == {"on", "off"}
 
