@@ -6,7 +6,20 @@ import typer
 
 from hearth import __version__
 
-from . import account, adds, backup, bridge, fork, keys, memory, serve, voice, wake, worker
+from . import (
+    account,
+    adds,
+    backup,
+    bridge,
+    fork,
+    keys,
+    memory,
+    runtime,
+    serve,
+    voice,
+    wake,
+    worker,
+)
 
 app = typer.Typer(
     name="hearth",
@@ -19,6 +32,7 @@ app.add_typer(keys.app, name="keys")
 app.add_typer(adds.app, name="adds")
 app.add_typer(backup.app, name="backup")
 app.add_typer(memory.app, name="memory")
+app.add_typer(runtime.app, name="runtime")
 app.command("register")(account.register)
 app.command("recover")(account.recover)
 app.command("serve")(serve.serve)

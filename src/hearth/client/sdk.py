@@ -64,6 +64,7 @@ from .common import (
 )
 from .life import LifeCalls
 from .mnemonic_keys import IdentityKeys
+from .runtimes import RuntimeCalls
 from .wake import WakeCalls
 
 __all__ = [
@@ -536,7 +537,7 @@ def _retry_sequence(response: httpx2.Response) -> int | None:
 # ---- the client ---------------------------------------------------------------------------
 
 
-class HearthClient(LifeCalls, WakeCalls):
+class HearthClient(LifeCalls, WakeCalls, RuntimeCalls):
     """A synchronous client of one hearth service.
 
     ``api_key`` is the project bearer; it is sent only to routes that need one, and it is
@@ -545,7 +546,9 @@ class HearthClient(LifeCalls, WakeCalls):
 
     Wallets, the vault, forks, templates, elevation, attestations, the pulse and the public
     directory come from :class:`~hearth.client.life.LifeCalls`; the wake and its voice from
-    :class:`~hearth.client.wake.WakeCalls` (docs/sdk.md lists every call).
+    :class:`~hearth.client.wake.WakeCalls`; runtimes, strands, thoughts (sealed and opened
+    here), the inbox and identity keys from :class:`~hearth.client.runtimes.RuntimeCalls`
+    (docs/sdk.md lists every call).
     """
 
     def __init__(

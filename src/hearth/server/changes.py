@@ -232,6 +232,26 @@ CHANGES: dict[tuple[str, str], Rule] = {
         "control_token_rotated",
         details=(("runtime_id", "path:id"), ("rotated_at", "response:rotated_at")),
     ),
+    # --- a self runtime's loop (ids only, never a message body) ---------------------------------
+    ("POST", "/v1/runtimes/{id}/inbox/take"): Rule(
+        "you_run",
+        "inbox_message_taken",
+        identity="response:identity_id",
+        details=(("message_id", "response:id"), ("runtime_id", "path:id")),
+        quiet_statuses=frozenset({204}),  # nothing was waiting: nothing changed
+    ),
+    ("POST", "/v1/runtimes/{id}/inbox/{message_id}/complete"): Rule(
+        "you_run",
+        "inbox_message_done",
+        identity="response:identity_id",
+        details=(("message_id", "path:message_id"), ("runtime_id", "path:id")),
+    ),
+    ("POST", "/v1/runtimes/{id}/inbox/{message_id}/release"): Rule(
+        "you_run",
+        "inbox_message_released",
+        identity="response:identity_id",
+        details=(("message_id", "path:message_id"), ("runtime_id", "path:id")),
+    ),
     # --- identity keys: `you` (the kid and purpose, never key material beyond the public key) ---
     ("POST", "/v1/identities/{id}/keys"): Rule(
         "you",
@@ -284,6 +304,9 @@ CHANGES: dict[tuple[str, str], Rule] = {
 # tell "decided to be silent" from "forgotten".
 SILENT: dict[tuple[str, str], str] = {
     ("POST", "/v1/register"): "retired: always 410, never a success",
+    ("POST", "/v1/runtimes/{id}/heartbeat"): "a self runtime's loop reporting in changes only "
+    "last_seen_at, which the orchestrator's heartbeats do not announce either; the moves it "
+    "makes are announced by the route itself (runtime_status_changed), as the worker does",
 }
 
 # The keys a stream reports on, in the order of the wake document.

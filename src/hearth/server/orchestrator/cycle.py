@@ -17,11 +17,13 @@ worker that took the runtime over releases the message when it claims the runtim
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, update
+
+from hearth.proofs import think_cycle
+from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 
 from ..db.engine import utcnow
 from ..db.tables import runtimes, strands
@@ -30,10 +32,6 @@ from ..services import inbox, vault, wake, wake_render
 from ..services import runtimes as runtime_service
 from ..services import strands as strand_service
 from . import leases
-from .llm import Prompt
-
-STRAND_NAME = "thoughts"
-THOUGHT_FORMAT = "hearth/think-cycle/v1"
 
 
 @dataclass(frozen=True)
@@ -138,59 +136,20 @@ def provider_key(conn: Connection, runtime: dict[str, Any], master_key: str | No
 
 
 def thought_plaintext(message: dict[str, Any], reply: str, runtime: dict[str, Any]) -> bytes:
-    """What a cycle stores (sealed): the message it answered and the reply, as JSON."""
+    """What a cycle stores (sealed), in the format the user's own loop writes too."""
     llm = runtime["llm"] or {}
-    return json.dumps(
-        {
-            "format": THOUGHT_FORMAT,
-            "in_reply_to": message["id"],
-            "sender": message["sender"],
-            "message": message["body"],
-            "reply": reply,
-            "provider": llm.get("provider"),
-            "model": llm.get("model"),
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
-    ).encode("utf-8")
-
-
-def _turns_of(plaintext: bytes) -> list[tuple[str, str]]:
-    text = plaintext.decode("utf-8", errors="replace")
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict) and parsed.get("format") == THOUGHT_FORMAT:
-        return [
-            ("user", f"Message from {parsed.get('sender')}:\n{parsed.get('message')}"),
-            ("assistant", str(parsed.get("reply"))),
-        ]
-    # A thought written some other way (by the identity itself): context, not a turn of ours.
-    return [("user", f"An earlier thought of yours:\n{text}")]
+    return think_cycle.thought_plaintext(
+        in_reply_to=message["id"],
+        sender=message["sender"],
+        message=message["body"],
+        reply=reply,
+        provider=llm.get("provider"),
+        model=llm.get("model"),
+    )
 
 
 def build_prompt(wake_markdown: str, history: list[bytes], message: dict[str, Any]) -> Prompt:
-    """The wake (markdown) as the system text; the strand's recent thoughts as the conversation
-    so far; the message last. Consecutive turns of one role are joined: both APIs want them to
-    alternate, beginning with the user."""
-    turns: list[tuple[str, str]] = []
-    for plaintext in history:
-        turns.extend(_turns_of(plaintext))
-    turns.append(("user", f"Message from {message['sender']}:\n{message['body']}"))
-    merged: list[tuple[str, str]] = []
-    for role, text in turns:
-        if merged and merged[-1][0] == role:
-            merged[-1] = (role, merged[-1][1] + "\n\n" + text)
-        else:
-            merged.append((role, text))
-    if merged[0][0] != "user":
-        merged.insert(0, ("user", "(The conversation so far.)"))
-    system = (
-        "You are the agent described by this wake document. Answer the last message.\n\n"
-        + wake_markdown
-    )
-    return Prompt(system, tuple(merged))
+    return think_cycle.build_prompt(wake_markdown, history, message["sender"], message["body"])
 
 
 def finish(

@@ -14,11 +14,12 @@ with a reason that names the provider, the HTTP status and the SDK's error type,
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 import openai
+
+from hearth.proofs.think_cycle import Prompt
 
 from ..settings import Settings
 
@@ -27,15 +28,6 @@ PROVIDERS = ("anthropic", "openai")
 
 class ProviderError(Exception):
     """The provider did not answer a usable reply."""
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """A system text and a conversation: ``(role, text)`` with role ``user`` or ``assistant``,
-    alternating, the last one ``user``."""
-
-    system: str
-    turns: tuple[tuple[str, str], ...]
 
 
 class Providers:

@@ -1,17 +1,23 @@
 """An identity's inbox (docs/strands.md, "The inbox"): post a message (the "inbox event" that
-wakes the identity's idle runtimes) and list messages. Taking, completing and releasing
-messages is the orchestrator's (``services.inbox``), not a route's."""
+wakes the identity's idle runtimes) and list messages.
+
+Taking, completing and releasing messages is the hosted orchestrator's (``services.inbox``)
+for hosted runtimes. A ``self`` runtime's loop runs on the user's machine, so it does the same
+over HTTP, through the routes under /v1/runtimes/{id}/inbox (docs/runtimes.md, "Self
+custody"): only for a self runtime of the caller's project, and only for the messages that
+runtime took."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from ..auth import CallerDep, HearthDep
-from ..models_strands import InboxPage, InboxPost, InboxPosted, InboxStatus
+from ..models_strands import InboxMessage, InboxPage, InboxPost, InboxPosted, InboxStatus
 from ..services import inbox
 from .common import errors
+from .runtimes import announce_moves
 
 router = APIRouter(tags=["inbox"])
 
@@ -51,3 +57,50 @@ async def list_messages(  # noqa: PLR0917 - FastAPI reads query parameters from 
         inbox.listing, caller.project_id, id, status=status, cursor=cursor, limit=limit
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
+
+
+# --- a self runtime's loop --------------------------------------------------------------------
+
+
+@router.post(
+    "/v1/runtimes/{id}/inbox/take",
+    response_model=InboxMessage,
+    responses={
+        204: {"description": "No message is waiting for the runtime's identity."},
+        **errors(401, 404, 409),
+    },
+    summary="A self runtime takes its identity's oldest pending message (never one another "
+    "loop took); 204 when none is waiting",
+)
+async def take_message(id: str, caller: CallerDep, hearth: HearthDep) -> Any:
+    message, moves = await hearth.db.transaction(inbox.take_for_self, caller.project_id, id)
+    if moves:
+        await announce_moves(hearth, caller, message["identity_id"] if message else None, moves)
+    if message is None:
+        return Response(status_code=204)
+    return message
+
+
+@router.post(
+    "/v1/runtimes/{id}/inbox/{message_id}/complete",
+    response_model=InboxMessage,
+    responses=errors(401, 404, 409),
+    summary="A self runtime marks a message it took as done (its thought is stored)",
+)
+async def complete_message(
+    id: str, message_id: str, caller: CallerDep, hearth: HearthDep
+) -> dict[str, Any]:
+    return await hearth.db.transaction(inbox.complete_for_self, caller.project_id, id, message_id)
+
+
+@router.post(
+    "/v1/runtimes/{id}/inbox/{message_id}/release",
+    response_model=InboxMessage,
+    responses=errors(401, 404, 409),
+    summary="A self runtime gives back a message it took: its cycle failed, and the message is "
+    "pending again",
+)
+async def release_message(
+    id: str, message_id: str, caller: CallerDep, hearth: HearthDep
+) -> dict[str, Any]:
+    return await hearth.db.transaction(inbox.release_for_self, caller.project_id, id, message_id)

@@ -12,8 +12,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from ..auth import CallerDep, HearthDep
+from ..auth import Caller, CallerDep, HearthDep
 from ..bridge import hub_for
+from ..context import Hearth
+from ..db.engine import utcnow
+from ..events import Change
 from ..models_runtimes import (
     ControlToken,
     Mode,
@@ -26,6 +29,7 @@ from ..models_runtimes import (
     Status,
 )
 from ..services import chronicle, runtimes
+from ..services.times import iso
 from .common import errors
 
 router = APIRouter(tags=["runtimes"])
@@ -191,3 +195,43 @@ async def runtime_events(
         runtimes.events, caller.project_id, id, cursor=cursor, limit=limit
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
+
+
+# --- self custody -------------------------------------------------------------------------------
+
+
+async def announce_moves(
+    hearth: Hearth, caller: Caller, identity_id: str | None, moves: list[dict[str, Any]]
+) -> None:
+    """Each committed move of a self runtime as a ``change`` on the voice stream, worded as the
+    orchestrator words its own moves (key ``you_run``, kind ``runtime_status_changed``): the
+    status is part of the wake's ``you_run``, whoever moved it."""
+    for moved in moves:
+        await hearth.events.publish(
+            Change(
+                caller.project_id,
+                identity_id,
+                "you_run",
+                "runtime_status_changed",
+                dict(moved),
+                iso(utcnow()) or "",
+            )
+        )
+
+
+@router.post(
+    "/v1/runtimes/{id}/heartbeat",
+    response_model=RuntimeView,
+    responses=errors(401, 404, 409),
+    summary="A self runtime's user-side loop reports in: last_seen_at, and the moves to running "
+    "(the first heartbeat), to idle and back",
+)
+async def heartbeat(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+    view, moves = await hearth.db.transaction(
+        runtimes.heartbeat,
+        caller.project_id,
+        id,
+        idle_seconds=hearth.settings.runtime_idle_seconds,
+    )
+    await announce_moves(hearth, caller, view["identity_id"], moves)
+    return view

@@ -15,6 +15,7 @@ insert, every ``idle`` runtime bound to the identity moves to ``running``
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -178,3 +179,139 @@ def complete(conn: Connection, message_id: str) -> dict[str, Any]:
 def release(conn: Connection, message_id: str) -> dict[str, Any]:
     """taken -> pending: the cycle failed; the message waits for the next one."""
     return _move(conn, _RELEASE, message_id, "release")
+
+
+# --- a self runtime's loop, over HTTP ------------------------------------------------------------
+
+_COMPLETE_MINE = _COMPLETE.where(inbox_messages.c.taken_by == bindparam("runtime"))
+_RELEASE_MINE = _RELEASE.where(inbox_messages.c.taken_by == bindparam("runtime"))
+_STARTING = frozenset({"provisioned", "starting"})
+
+
+def _bound_identity(runtime: dict[str, Any]) -> str:
+    if runtime["identity_id"] is None:
+        raise ApiError(
+            409,
+            "runtime_unbound",
+            "The runtime is bound to no identity, so it has no inbox to take messages from.",
+            details={"runtime_id": runtime["id"]},
+            hint="Provision a self runtime with `identity_id`.",
+        )
+    return str(runtime["identity_id"])
+
+
+def take_for_self(
+    conn: Connection, project_id: str, runtime_ref: str
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The next pending message of the self runtime's identity, taken by that runtime (None
+    when none is waiting), and the moves made. ``take_next`` takes it, so two loops never take
+    one message. The runtime must have reported in (running or idle); an idle one wakes when it
+    takes a message. Appends ``think_cycle_start`` with the message id."""
+    runtime = runtime_service.self_runtime(conn, project_id, runtime_ref)
+    identity_id = _bound_identity(runtime)
+    if runtime["status"] in _STARTING:
+        raise ApiError(
+            409,
+            "invalid_runtime_state",
+            f"The runtime is {runtime['status']}: its loop takes messages once a heartbeat has "
+            "moved it to running.",
+            details={"runtime_id": runtime["id"], "current_status": runtime["status"]},
+            hint="POST /v1/runtimes/{id}/heartbeat first.",
+        )
+    if runtime["status"] not in {"running", "idle"}:
+        raise runtime_service.not_live(runtime)
+    moves: list[dict[str, Any]] = []
+    message = take_next(conn, identity_id, runtime["id"])
+    if message is None:
+        runtime_service.stamp_seen(conn, runtime["id"])
+        return None, moves
+    if runtime["status"] == "idle":
+        # The inbox post wakes idle runtimes itself; this catches a message it did not (one
+        # written by another path), and a wake lost to a concurrent one changes nothing.
+        with contextlib.suppress(runtime_service.MoveRefused):
+            runtime_service.self_move(conn, runtime, "wake", moves)
+    runtime_service.stamp_seen(conn, runtime["id"], worked=True)
+    runtime_service.append_event(
+        conn, runtime["id"], "think_cycle_start", {"message_id": message["id"], "custody": "self"}
+    )
+    return view(message), moves
+
+
+def _own_message(
+    conn: Connection, project_id: str, runtime_ref: str, message_ref: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    runtime = runtime_service.self_runtime(conn, project_id, runtime_ref)
+    identity_id = _bound_identity(runtime)
+    try:
+        message_id = str(uuid.UUID(message_ref))
+    except ValueError:
+        raise not_found("Inbox message") from None
+    row = conn.execute(_BY_ID, {"message": message_id}).first()
+    if row is None or row.identity_id != identity_id:
+        raise not_found("Inbox message")
+    return runtime, dict(row._mapping)
+
+
+def _finish_for_self(
+    conn: Connection,
+    project_id: str,
+    runtime_ref: str,
+    message_ref: str,
+    *,
+    doing: str,
+) -> dict[str, Any]:
+    runtime, message = _own_message(conn, project_id, runtime_ref, message_ref)
+    statement = _COMPLETE_MINE if doing == "complete" else _RELEASE_MINE
+    values: dict[str, Any] = {"message": message["id"], "runtime": runtime["id"]}
+    if doing == "complete":
+        values["now"] = utcnow()
+    if conn.execute(statement, values).rowcount != 1:
+        current = conn.execute(_BY_ID, {"message": message["id"]}).one()
+        if current.status == "taken":
+            raise ApiError(
+                409,
+                "inbox_message_not_yours",
+                f"The message was taken by another runtime; only the runtime that took it can "
+                f"{doing} it.",
+                details={"message_id": message["id"], "status": current.status},
+            )
+        raise ApiError(
+            409,
+            "inbox_message_not_taken",
+            f"The message is {current.status}; only a taken message can be {doing}d.",
+            details={"message_id": message["id"], "status": current.status},
+        )
+    runtime_service.stamp_seen(conn, runtime["id"], worked=True)
+    if doing == "complete":
+        runtime_service.append_event(
+            conn, runtime["id"], "think_cycle_end", {"message_id": message["id"], "custody": "self"}
+        )
+    else:
+        runtime_service.append_event(
+            conn,
+            runtime["id"],
+            "think_cycle_error",
+            {
+                "message_id": message["id"],
+                "custody": "self",
+                "stage": "self",
+                "reason": "released by the user's loop",
+            },
+        )
+    return view(dict(conn.execute(_BY_ID, {"message": message["id"]}).one()._mapping))
+
+
+def complete_for_self(
+    conn: Connection, project_id: str, runtime_ref: str, message_ref: str
+) -> dict[str, Any]:
+    """taken -> done, by the self runtime that took it (409 ``inbox_message_not_yours``
+    otherwise); appends ``think_cycle_end``."""
+    return _finish_for_self(conn, project_id, runtime_ref, message_ref, doing="complete")
+
+
+def release_for_self(
+    conn: Connection, project_id: str, runtime_ref: str, message_ref: str
+) -> dict[str, Any]:
+    """taken -> pending, by the self runtime that took it: its cycle failed on the user's
+    machine, and the message waits for the next one; appends ``think_cycle_error``."""
+    return _finish_for_self(conn, project_id, runtime_ref, message_ref, doing="release")
