@@ -30,7 +30,7 @@ from hearth.server.services import runtimes as runtime_service
 
 from ..fakes.llm import FakeLlm, fake_llm
 from .live import Live
-from .test_runtimes import MASTER_KEY, in_db, new_project, service
+from .test_runtimes import MASTER_KEY, bridged_body, in_db, new_project, service
 from .test_think_cycle import (
     events_of,
     eventually,
@@ -443,3 +443,42 @@ def test_a_worker_that_lost_its_lease_stores_nothing(live: Live) -> None:
         assert len(stored) == 1
         assert message_status(live, posted["id"]) == "done"
         assert names(events_of(client, rid)).count("think_cycle_end") == 1
+
+
+def test_the_bridge_session_holder_takes_a_bridged_lease_over(shared_db: Live) -> None:
+    """Cycles of a bridged runtime can run only where its bridge session is: the process that
+    holds the session claims the lease even before it lapses, and the old holder's next write
+    finds its lease gone."""
+    live = shared_db
+    bearer, _, agent_id = new_project(live)
+    with live.client(bearer) as client:
+        created = client.post("/v1/runtimes", json=bridged_body(identity_id=agent_id))
+        assert created.status_code == 201, created.text
+        rid = created.json()["id"]
+
+    def claim(owner: str, now_ms: int, sessions: frozenset[str]) -> list[str]:
+        def run(conn: Connection) -> list[str]:
+            got = leases.claim(
+                conn,
+                owner,
+                now_ms=now_ms,
+                lease_ms=10_000,
+                limit=1000,
+                modes=("bridged",),
+                sessions=sessions,
+            )
+            return [r["id"] for r in got]
+
+        return list(in_db(live, run))
+
+    now = epoch_ms()
+    assert rid in claim("worker-a", now, frozenset())
+    # b has no session: a's lease stands.
+    assert rid not in claim("worker-b", now + 1_000, frozenset())
+    # b holds the bridge session: it takes the lease at once.
+    assert rid in claim("worker-b", now + 1_000, frozenset({rid}))
+    assert row_of(live, rid)["lease_owner"] == "worker-b"
+    with pytest.raises(leases.LeaseLost):
+        in_db(live, leases.hold, rid, "worker-a", now_ms=now + 1_000, lease_ms=10_000)
+    # Another runtime's session does not reach this one.
+    assert rid not in claim("worker-c", now + 2_000, frozenset({str(uuid.uuid4())}))

@@ -136,6 +136,10 @@ class BridgeHub:
         """Whether this process holds a bridge session for the runtime."""
         return runtime_id in self._sessions
 
+    def sessions(self) -> frozenset[str]:
+        """The runtimes whose bridge session this process holds (the worker claims them)."""
+        return frozenset(self._sessions)
+
     async def attach(self, session: Session) -> None:
         """Make ``session`` the runtime's session; an older one is closed (code 4000,
         ``replaced``): one session per runtime, the newest wins, since a bridge that

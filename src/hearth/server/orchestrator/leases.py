@@ -40,16 +40,22 @@ def new_owner() -> str:
     return f"{host}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
-def _claimable(owner: str, now_ms: int, modes: tuple[str, ...]) -> Any:
+def _claimable(owner: str, now_ms: int, modes: tuple[str, ...], sessions: frozenset[str]) -> Any:
+    free = [
+        runtimes.c.lease_owner.is_(None),
+        runtimes.c.lease_until < now_ms,
+        runtimes.c.lease_owner == owner,
+    ]
+    if sessions:
+        # A bridged runtime's cycles can run only in the process that holds its bridge
+        # session, so that process takes the lease over even before it lapses. The old holder
+        # finds its lease gone at its next write (``LeaseLost``) and stops: still one runner.
+        free.append(and_(runtimes.c.mode == "bridged", runtimes.c.id.in_(sorted(sessions))))
     return and_(
         runtimes.c.deleted_at.is_(None),
         runtimes.c.mode.in_(modes),
         runtimes.c.status.in_(ACTIVE),
-        or_(
-            runtimes.c.lease_owner.is_(None),
-            runtimes.c.lease_until < now_ms,
-            runtimes.c.lease_owner == owner,
-        ),
+        or_(*free),
     )
 
 
@@ -62,9 +68,12 @@ def claim(
     limit: int,
     modes: tuple[str, ...],
     exclude: frozenset[str] = frozenset(),
+    sessions: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """Claim up to ``limit`` hosted runtimes whose lease is free or lapsed (or already ours and
     not in ``exclude``, the ones this worker is running); return their rows as claimed.
+    ``sessions``: the bridged runtimes whose bridge session this process holds, claimed whoever
+    holds their lease.
 
     Messages a claimed runtime had taken under an earlier lease are released in the same
     transaction: the worker that took them is gone (its lease lapsed), so its cycle will never
@@ -74,7 +83,7 @@ def claim(
         return []
     candidates = (
         select(runtimes.c.id)
-        .where(_claimable(owner, now_ms, modes))
+        .where(_claimable(owner, now_ms, modes, sessions))
         .order_by(runtimes.c.lease_until, runtimes.c.created_at, runtimes.c.id)
         .limit(limit + len(exclude))
     )
@@ -88,7 +97,7 @@ def claim(
     # serialises it anyway), and the statement then says by itself what a claim is.
     conn.execute(
         update(runtimes)
-        .where(runtimes.c.id.in_(ids), _claimable(owner, now_ms, modes))
+        .where(runtimes.c.id.in_(ids), _claimable(owner, now_ms, modes, sessions))
         .values(lease_owner=owner, lease_until=until, last_seen_at=utcnow())
     )
     claimed = [

@@ -163,6 +163,7 @@ class Worker:
                 limit=room,
                 modes=self.modes,
                 exclude=frozenset(self.held),
+                sessions=self.hub.sessions() if self.hub is not None else frozenset(),
             )
             beat = time.monotonic() + self.settings.runtime_heartbeat_seconds
             for row in claimed:
