@@ -19,10 +19,7 @@ from hearth.client import HearthClient
 from hearth.proofs import b64_encode
 from tests.server.live import (
     Live,
-    database_url_or_skip,
-    fresh_postgres_database,
-    live_service,
-    sqlite_settings,
+    live_on,
 )
 
 PASSPHRASE = "a long passphrase for the key file"
@@ -33,15 +30,7 @@ def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp(f"fork_cli_{request.param}")
-    if request.param == "sqlite":
-        with live_service(sqlite_settings(tmp)) as service:
-            yield service
-        return
-    database_url_or_skip()
-    with (
-        fresh_postgres_database() as url,
-        live_service(sqlite_settings(tmp, database_url=url)) as service,
-    ):
+    with live_on(request.param, tmp) as service:
         yield service
 
 

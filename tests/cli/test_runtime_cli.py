@@ -33,11 +33,8 @@ from tests.fakes.llm import FakeLlm, fake_llm, reply_text
 from tests.server.live import (
     Agent,
     Live,
-    database_url_or_skip,
-    fresh_postgres_database,
-    live_service,
+    live_on,
     register,
-    sqlite_settings,
 )
 
 WAIT_S = 30.0
@@ -49,15 +46,7 @@ def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp(f"runtime_cli_{request.param}")
-    if request.param == "sqlite":
-        with live_service(sqlite_settings(tmp)) as service:
-            yield service
-        return
-    database_url_or_skip()
-    with (
-        fresh_postgres_database() as url,
-        live_service(sqlite_settings(tmp, database_url=url)) as service,
-    ):
+    with live_on(request.param, tmp) as service:
         yield service
 
 

@@ -17,10 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from hearth.client import HearthClient, HearthError, Registration, VoiceEvent
 from tests.server.live import (
     Live,
-    database_url_or_skip,
-    fresh_postgres_database,
-    live_service,
-    sqlite_settings,
+    live_on,
 )
 
 POW_BITS = 8
@@ -32,15 +29,7 @@ def live(
 ) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp(f"sdk_wake_{request.param}")
     # A short welcome interval, so that the heartbeat is seen within a test.
-    if request.param == "sqlite":
-        with live_service(sqlite_settings(tmp, voice_welcome_seconds=1)) as service:
-            yield service
-        return
-    database_url_or_skip()
-    with (
-        fresh_postgres_database() as url,
-        live_service(sqlite_settings(tmp, database_url=url, voice_welcome_seconds=1)) as service,
-    ):
+    with live_on(request.param, tmp, voice_welcome_seconds=1) as service:
         yield service
 
 

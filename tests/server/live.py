@@ -124,6 +124,22 @@ def fresh_postgres_database() -> Iterator[str]:
         asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+@contextmanager
+def live_on(kind: str, tmp: Any, **overrides: Any) -> Iterator[Live]:
+    """The live service on SQLite (``kind`` "sqlite") or on a fresh PostgreSQL database (any
+    other kind; skipped when SERVICE_TEST_DATABASE_URL is not set), with ``overrides``."""
+    if kind == "sqlite":
+        with live_service(sqlite_settings(tmp, **overrides)) as live:
+            yield live
+        return
+    database_url_or_skip()
+    with (
+        fresh_postgres_database() as url,
+        live_service(sqlite_settings(tmp, database_url=url, **overrides)) as live,
+    ):
+        yield live
+
+
 def raw_public(key: Ed25519PrivateKey | X25519PrivateKey) -> bytes:
     return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 

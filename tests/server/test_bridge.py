@@ -48,8 +48,8 @@ from hearth.server.bridge import (
 )
 from hearth.server.services import runtimes as runtime_service
 
-from .live import Live, free_port, raw_public
-from .test_runtimes import bridged_body, create, event_names, in_db, new_project, service
+from .live import Live, free_port, live_on, raw_public
+from .test_runtimes import bridged_body, create, event_names, in_db, new_project
 
 T = TypeVar("T")
 WAIT_S = 15.0
@@ -62,7 +62,7 @@ WAIT_S = 15.0
 def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    with service(request.param, tmp_path_factory.mktemp("bridge")) as live:
+    with live_on(request.param, tmp_path_factory.mktemp("bridge")) as live:
         yield live
 
 

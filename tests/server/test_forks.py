@@ -10,9 +10,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
@@ -34,33 +32,15 @@ from hearth.server.db.tables import identities, ledger, memories, wallets
 from .live import (
     Agent,
     Live,
-    database_url_or_skip,
-    fresh_postgres_database,
-    live_service,
+    live_on,
     raw_public,
     register,
-    sqlite_settings,
 )
 from .test_openapi_fuzz import conforms
 
 T = TypeVar("T")
 GRANT = 500
 FORK_COST = 10
-
-
-@contextmanager
-def live_on(database: str, tmp: Path) -> Iterator[Live]:
-    """The service on SQLite, or on a fresh PostgreSQL database (skipped when none is set)."""
-    if database == "sqlite":
-        with live_service(sqlite_settings(tmp)) as service:
-            yield service
-        return
-    database_url_or_skip()
-    with (
-        fresh_postgres_database() as url,
-        live_service(sqlite_settings(tmp, database_url=url)) as service,
-    ):
-        yield service
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -22,9 +22,9 @@ from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_mnemonic
 from hearth.proofs import b64_decode, b64_encode
 from hearth.server.services import identity_keys
 
-from .live import Agent, Live, register
+from .live import Agent, Live, live_on, register
 from .test_openapi_fuzz import conforms
-from .test_runtimes import MASTER_KEY, in_db, self_body, service, trusted_body
+from .test_runtimes import MASTER_KEY, in_db, self_body, trusted_body
 
 # --- shared helpers -----------------------------------------------------------------------------
 
@@ -125,7 +125,7 @@ def provision(client: httpx2.Client, body: dict[str, Any]) -> dict[str, Any]:
 def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    with service(
+    with live_on(
         request.param, tmp_path_factory.mktemp("identity_keys"), kms_master_key=MASTER_KEY
     ) as live:
         yield live

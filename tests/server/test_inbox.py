@@ -19,17 +19,17 @@ from sqlalchemy import Connection
 from hearth.server.services import inbox
 from hearth.server.services import runtimes as runtime_service
 
-from .live import Live
+from .live import Live, live_on
 from .test_identity_keys import Owner, new_owner, provision
 from .test_openapi_fuzz import conforms
-from .test_runtimes import in_db, self_body, service
+from .test_runtimes import in_db, self_body
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    with service(request.param, tmp_path_factory.mktemp("inbox")) as live:
+    with live_on(request.param, tmp_path_factory.mktemp("inbox")) as live:
         yield live
 
 

@@ -29,8 +29,8 @@ from hearth.server.services import inbox
 from hearth.server.services import runtimes as runtime_service
 
 from ..fakes.llm import FakeLlm, fake_llm
-from .live import Live
-from .test_runtimes import MASTER_KEY, bridged_body, in_db, new_project, service
+from .live import Live, live_on
+from .test_runtimes import MASTER_KEY, bridged_body, in_db, new_project
 from .test_think_cycle import (
     events_of,
     eventually,
@@ -60,7 +60,7 @@ def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, fake: FakeLlm
 ) -> Iterator[Live]:
     """Idle after 1 s without work; stopped after 3 s idle."""
-    with service(
+    with live_on(
         request.param,
         tmp_path_factory.mktemp("orchestrator"),
         **llm_settings(fake),
@@ -288,7 +288,7 @@ def shared_db(
 ) -> Iterator[Live]:
     """A service without an in-process worker: the runtimes are the worker processes'."""
     settings = {**llm_settings(fake), "worker_in_process": False}
-    with service(request.param, tmp_path_factory.mktemp("workers"), **settings) as live:
+    with live_on(request.param, tmp_path_factory.mktemp("workers"), **settings) as live:
         yield live
 
 

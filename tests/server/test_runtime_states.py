@@ -20,8 +20,8 @@ from hearth.server.runtime_states import MOVES, STATES
 from hearth.server.services import runtimes as runtime_service
 from hearth.server.settings import Settings
 
-from .live import Live
-from .test_runtimes import bridged_body, in_db, new_project, service, stored_row
+from .live import Live, live_on
+from .test_runtimes import bridged_body, in_db, new_project, stored_row
 
 # The specification's "Runtime status" table, written out independently of the module: (from,
 # trigger) -> (to, event). docs/runtimes.md says why deprovision also leaves `starting` and why
@@ -108,7 +108,7 @@ def test_the_paths_are_legal() -> None:
 def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    with service(request.param, tmp_path_factory.mktemp("runtime_states")) as live:
+    with live_on(request.param, tmp_path_factory.mktemp("runtime_states")) as live:
         yield live
 
 

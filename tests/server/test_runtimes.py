@@ -10,7 +10,6 @@ import json
 import logging
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -31,8 +30,7 @@ from hearth.server.services.sealing import SealError
 
 from .live import (
     Live,
-    database_url_or_skip,
-    fresh_postgres_database,
+    live_on,
     live_service,
     raw_public,
     register,
@@ -43,21 +41,6 @@ from .test_openapi_fuzz import conforms
 MASTER_KEY = "runtime tests master key"
 
 # --- shared with test_runtime_states.py ---------------------------------------------------------
-
-
-@contextmanager
-def service(kind: str, tmp: Any, **overrides: Any) -> Iterator[Live]:
-    """A live service on SQLite, or on a fresh PostgreSQL database (skipped when none is set)."""
-    if kind == "sqlite":
-        with live_service(sqlite_settings(tmp, **overrides)) as live:
-            yield live
-        return
-    database_url_or_skip()
-    with (
-        fresh_postgres_database() as url,
-        live_service(sqlite_settings(tmp, database_url=url, **overrides)) as live,
-    ):
-        yield live
 
 
 def new_project(live: Live) -> tuple[str, str, str]:
@@ -130,7 +113,7 @@ def stored_row(conn: Connection, runtime_id: str) -> dict[str, Any]:
 def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    with service(request.param, tmp_path_factory.mktemp("runtimes")) as live:
+    with live_on(request.param, tmp_path_factory.mktemp("runtimes")) as live:
         yield live
 
 
@@ -138,7 +121,7 @@ def live(
 def kms_live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    with service(
+    with live_on(
         request.param, tmp_path_factory.mktemp("runtimes_kms"), kms_master_key=MASTER_KEY
     ) as live:
         yield live

@@ -20,10 +20,10 @@ from sqlalchemy import Connection
 
 from hearth.server.services import runtimes as runtime_service
 
-from .live import Live
+from .live import Live, live_on
 from .test_identity_keys import Owner, new_owner
 from .test_openapi_fuzz import conforms
-from .test_runtimes import bridged_body, in_db, self_body, service, stored_row
+from .test_runtimes import bridged_body, in_db, self_body, stored_row
 
 IDLE_S = 1.0
 
@@ -33,7 +33,7 @@ def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
     # A worker in the service, polling fast: it must never claim a self runtime.
-    with service(
+    with live_on(
         request.param,
         tmp_path_factory.mktemp("self_runtime"),
         worker_in_process=True,

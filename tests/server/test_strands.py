@@ -29,17 +29,17 @@ from hearth.proofs.thoughts import (
 from hearth.server.db.tables import thoughts
 from hearth.server.services import strands as strand_service
 
-from .live import Live
+from .live import Live, live_on
 from .test_identity_keys import Owner, new_owner, provision, public_b64, register_key, revoke_key
 from .test_openapi_fuzz import conforms
-from .test_runtimes import in_db, self_body, service
+from .test_runtimes import in_db, self_body
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    with service(request.param, tmp_path_factory.mktemp("strands")) as live:
+    with live_on(request.param, tmp_path_factory.mktemp("strands")) as live:
         yield live
 
 

@@ -35,10 +35,10 @@ from hearth.server.services import runtimes as runtime_service
 
 from ..cli.test_bridge_cli import _files, _start
 from ..fakes.llm import FakeLlm, fake_llm, reply_text
-from .live import Agent, Live, raw_public, register
+from .live import Agent, Live, live_on, raw_public, register
 from .test_bridge import Bridged
 from .test_identity_keys import Owner, register_key
-from .test_runtimes import MASTER_KEY, bridged_body, in_db, new_project, service
+from .test_runtimes import MASTER_KEY, bridged_body, in_db, new_project
 
 T = TypeVar("T")
 
@@ -86,7 +86,7 @@ def fake() -> Iterator[FakeLlm]:
 def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, fake: FakeLlm
 ) -> Iterator[Live]:
-    with service(request.param, tmp_path_factory.mktemp("think"), **llm_settings(fake)) as live:
+    with live_on(request.param, tmp_path_factory.mktemp("think"), **llm_settings(fake)) as live:
         yield live
 
 
