@@ -11,18 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
 from hearth.adds.keys import load_ed25519_private_key
-from hearth.cli.main import app
 from hearth.client import HearthClient
 from hearth.proofs import b64_encode
+from tests.cli.homes import home_with_identity, ok, run
 from tests.server.live import (
     Live,
     live_on,
 )
-
-PASSPHRASE = "a long passphrase for the key file"
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -32,36 +29,6 @@ def live(
     tmp = tmp_path_factory.mktemp(f"fork_cli_{request.param}")
     with live_on(request.param, tmp) as service:
         yield service
-
-
-def run(args: list[str], home: Path) -> Result:
-    env = {"HEARTH_HOME": str(home), "HEARTH_PASSPHRASE": PASSPHRASE}
-    return CliRunner().invoke(app, args, env=env)
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.exit_code, result.output, result.exception)
-    return result
-
-
-def home_with_identity(live: Live, tmp_path: Path, name: str) -> tuple[Path, dict[str, str]]:
-    home = tmp_path / "home"
-    words = tmp_path / "words.txt"
-    ok(
-        run(
-            [
-                "register",
-                "--name",
-                name,
-                "--base-url",
-                live.base_url,
-                "--mnemonic-file",
-                str(words),
-            ],
-            home,
-        )
-    )
-    return home, json.loads((home / "profile.json").read_text())
 
 
 def client_of(live: Live, home: Path) -> HearthClient:

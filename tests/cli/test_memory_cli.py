@@ -7,13 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from hearth.cli.main import app
 from hearth.client import HearthClient
+from tests.cli.homes import ok, run
 from tests.client.conftest import serve
-
-PASSPHRASE = "a long passphrase for the key file"
 
 
 @pytest.fixture
@@ -22,16 +19,6 @@ def service(tmp_path: Path) -> Iterator[str]:
     directory.mkdir()
     with serve(directory) as base_url:
         yield base_url
-
-
-def run(args: list[str], home: Path, *, passphrase: str = PASSPHRASE) -> Result:
-    env = {"HEARTH_HOME": str(home), "HEARTH_PASSPHRASE": passphrase}
-    return CliRunner().invoke(app, args, env=env)
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.exit_code, result.output, result.exception)
-    return result
 
 
 def test_add_list_elevate_and_witness(service: str, tmp_path: Path) -> None:

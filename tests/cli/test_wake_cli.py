@@ -11,16 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from hearth.cli.main import app
 from hearth.client import HearthClient
+from tests.cli.homes import home_with_identity, ok, run
 from tests.server.live import (
     Live,
     live_on,
 )
-
-PASSPHRASE = "a long passphrase for the key file"
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -30,37 +28,6 @@ def live(
     tmp = tmp_path_factory.mktemp(f"wake_cli_{request.param}")
     with live_on(request.param, tmp) as service:
         yield service
-
-
-def run(args: list[str], home: Path) -> Result:
-    env = {"HEARTH_HOME": str(home), "HEARTH_PASSPHRASE": PASSPHRASE}
-    return CliRunner().invoke(app, args, env=env)
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.exit_code, result.output, result.exception)
-    return result
-
-
-def home_with_identity(live: Live, tmp_path: Path, name: str) -> tuple[Path, dict[str, str]]:
-    home = tmp_path / "home"
-    words = tmp_path / "words.txt"
-    ok(
-        run(
-            [
-                "register",
-                "--name",
-                name,
-                "--base-url",
-                live.base_url,
-                "--mnemonic-file",
-                str(words),
-            ],
-            home,
-        )
-    )
-    profile = json.loads((home / "profile.json").read_text())
-    return home, profile
 
 
 def client_of(live: Live, home: Path) -> HearthClient:
