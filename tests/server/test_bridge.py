@@ -546,6 +546,5 @@ def test_rotating_the_token_or_deleting_the_runtime_ends_its_session(live: Live,
         wait_for(lambda: not run.thread.is_alive(), "the sidecar to give up")
         assert not hub(live).connected(bridged.runtime_id)
     finally:
-        if run.thread.is_alive():
-            run.sidecar.stop()
+        run.sidecar.stop()
         run.thread.join(timeout=WAIT_S)

@@ -119,8 +119,8 @@ class BridgeSidecar:
     def stop(self) -> None:
         """Ask :meth:`run` to end; callable from any thread and from a signal handler."""
         loop, stop = self._loop, self._stop
-        if loop is None or stop is None:
-            return
+        if loop is None or stop is None or loop.is_closed():
+            return  # never started, or already ended: nothing to stop
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
