@@ -8,23 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from .models import StorableText, Strict
-from .runtime_states import EVENTS, STATES
+from .runtime_states import EventName, Status
 
 Mode = Literal["self", "bridged", "trusted"]
-Status = Literal["provisioned", "starting", "running", "idle", "stopped", "error"]
-EventName = Literal[
-    "provisioned",
-    "started",
-    "bridge_handshake_ok",
-    "bridge_disconnected",
-    "control_token_rotated",
-    "think_cycle_start",
-    "think_cycle_end",
-    "think_cycle_error",
-    "idle",
-    "stopped",
-    "error",
-]
 # Hosting region codes (IATA codes of the metro). One list so that a typo is a 422, not a
 # silently new region; `lhr` is the specification's default (docs/runtimes.md, "Regions").
 Region = Literal["lhr", "ams", "fra", "cdg", "iad", "sjc", "sin", "syd"]
@@ -33,9 +19,6 @@ DEFAULT_REGION = "lhr"
 
 # The metadata object surfaces in the wake: bounded so that one runtime cannot swell it.
 METADATA_MAX_BYTES = 16_384
-
-assert set(EventName.__args__) == set(EVENTS)  # type: ignore[attr-defined]
-assert set(Status.__args__) == set(STATES)  # type: ignore[attr-defined]
 
 
 def _bounded_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -17,12 +17,14 @@ is decided here and written down in docs/runtimes.md ("States and moves"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal, get_args
 
-STATES: Final = ("provisioned", "starting", "running", "idle", "stopped", "error")
+Status = Literal["provisioned", "starting", "running", "idle", "stopped", "error"]
+STATES: Final[tuple[str, ...]] = get_args(Status)
 
-# Every event name of the append-only log (the specification's "Runtime event log").
-EVENTS: Final = (
+# Every event name of the append-only log (the specification's "Runtime event log"); the
+# Literal types the API's models, the tuple the table.
+EventName = Literal[
     "provisioned",
     "started",
     "bridge_handshake_ok",
@@ -34,7 +36,8 @@ EVENTS: Final = (
     "idle",
     "stopped",
     "error",
-)
+]
+EVENTS: Final[tuple[str, ...]] = get_args(EventName)
 
 # The state of a new record (POST /v1/runtimes) and the event its creation appends.
 INITIAL_STATE: Final = "provisioned"

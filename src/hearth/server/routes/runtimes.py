@@ -26,8 +26,8 @@ from ..models_runtimes import (
     RuntimePage,
     RuntimePatch,
     RuntimeView,
-    Status,
 )
+from ..runtime_states import Status
 from ..services import chronicle, runtimes
 from ..services.times import iso
 from .common import errors
