@@ -456,6 +456,7 @@ def test_limiter_fails_open_when_redis_is_down(tmp_path: Path) -> None:
     assert statuses == [201, 201, 201]
     assert plans["available"] is False
     assert "hearth_limiter_fail_open_total 3.0" in metrics
+    assert 'hearth_registrations_total{mode="self_service"} 3.0' in metrics  # once each
 
 
 # --- migrations ---------------------------------------------------------------------------------

@@ -119,7 +119,8 @@ ledger = Table(
     "ledger",
     metadata,
     Column("id", UUID, primary_key=True),
-    Column("wallet_id", UUID, ForeignKey("wallets.id"), nullable=False, index=True),
+    # ix_ledger_wallet_created serves lookups by wallet_id alone (it starts with it).
+    Column("wallet_id", UUID, ForeignKey("wallets.id"), nullable=False),
     Column("amount", BigInteger, nullable=False),
     Column("reason", String(64), nullable=False),
     Column("created_at", DateTime, nullable=False),
@@ -190,8 +191,10 @@ memories = Table(
     "memories",
     metadata,
     Column("id", UUID, primary_key=True),
-    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False, index=True),
-    Column("identity_id", UUID, ForeignKey("identities.id"), nullable=True, index=True),
+    # No single-column indexes on project_id and identity_id: the composite indexes below
+    # start with them and serve those lookups, and every arrival writes a birth memory.
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False),
+    Column("identity_id", UUID, ForeignKey("identities.id"), nullable=True),
     Column("tier", String(20), nullable=False),
     Column("key", String(200), nullable=True),
     Column("content", Text, nullable=False),

@@ -219,7 +219,6 @@ async def register(hearth: Hearth, body: RegisterAgentRequest, ip: str) -> dict[
         _birth, body, mode, registrar_project, settings.creation_grant_minor
     )
     hearth.metrics.registrations.labels(mode).inc()
-    hearth.metrics.registrations.labels(mode).inc()
     project_id = identity["project_id"]
     response: dict[str, Any] = {
         "project": {"id": project_id, "api_key": issued.secret, "key_id": issued.id},

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, bindparam, select
 from hearth.proofs import ELEVATE_CONTEXT, EncodingError, b64_decode, elevate_digest, verify_digest
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import attestations, identities
 from ..errors import ApiError
 from . import cursors
@@ -128,7 +129,7 @@ def store(
     if found is not None:
         return dict(found._mapping), True
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "project_id": project_id,
         "subject_identity_id": subject["id"],
         "attester_did": sponsor["did"],

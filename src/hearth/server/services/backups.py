@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from sqlalchemy import select
@@ -11,6 +10,7 @@ from hearth.proofs import EncodingError, b64_decode
 
 from ..context import Hearth
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import backups
 from ..errors import ApiError, not_found
 from ..models import BackupCreate
@@ -39,7 +39,7 @@ async def store(hearth: Hearth, project_id: str, body: BackupCreate) -> dict[str
     async with hearth.db.write() as conn:
         identity = await conn.run_sync(identities.find, project_id, body.agent_id)
         row = {
-            "id": str(uuid.uuid4()),
+            "id": new_id(),
             "project_id": project_id,
             "agent_id": identity["id"],
             "blob_base64": body.blob_base64,

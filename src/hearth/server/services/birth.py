@@ -6,7 +6,6 @@ the arrival still commits. The birth memory is part of the arrival itself.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from sqlalchemy import Connection
 from hearth.proofs import b64_encode
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import memories, projects
 from . import identities, keys, wallets
 from .wallets import wallet_view
@@ -88,7 +88,7 @@ def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> dict[str, Any]:
 
 
 def new_project(conn: Connection, name: str, origin: str) -> str:
-    project_id = str(uuid.uuid4())
+    project_id = new_id()
     conn.execute(
         _PROJECT, {"id": project_id, "name": name, "origin": origin, "created_at": utcnow()}
     )
@@ -116,7 +116,7 @@ def wallet_with_grant(
 def birth_memory(
     conn: Connection, identity: dict[str, Any], content: str, tier: str = "foundational"
 ) -> str:
-    memory_id = str(uuid.uuid4())
+    memory_id = new_id()
     conn.execute(
         _MEMORY,
         {

@@ -8,13 +8,13 @@ refused request itself changes nothing else.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import structlog
 from sqlalchemy import Connection
 
 from ..db.engine import Database, utcnow
+from ..db.ids import new_id
 from ..db.tables import chronicle
 from ..errors import ApiError
 from . import cursors
@@ -54,7 +54,7 @@ def record(
     if kind not in KINDS:
         raise ValueError(f"unknown chronicle kind {kind!r}")
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "project_id": project_id,
         "identity_id": identity_id,
         "kind": kind,

@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, Integer, bindparam, select
 
+from ..db.ids import new_id
 from ..db.tables import memories
 from ..errors import ApiError
 from ..models_forks import ForkRequest, MemorySelection
@@ -211,7 +212,7 @@ def _copy_memory(conn: Connection, memory: dict[str, Any], child: dict[str, Any]
     if tier != "episodic" and elevated_at is None:
         elevated_at = memory["created_at"]
     copy = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "project_id": child["project_id"],
         "identity_id": child["id"],
         "tier": tier,

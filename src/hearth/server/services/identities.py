@@ -10,6 +10,7 @@ from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import identities
 from ..errors import not_found
 from .authority import RootGrant
@@ -51,7 +52,7 @@ class NewIdentity:
 
 
 def create(conn: Connection, new: NewIdentity) -> dict[str, Any]:
-    identity_id = str(uuid.uuid4())
+    identity_id = new_id()
     now = utcnow()
     row = {
         "id": identity_id,

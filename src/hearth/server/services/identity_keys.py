@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from hearth.proofs import b64_decode
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import identities, identity_keys, runtimes
 from ..errors import ApiError, not_found
 from .authority import RootGrant
@@ -122,7 +123,7 @@ def _insert(
     runtime_id: str | None,
 ) -> dict[str, Any]:
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "identity_id": identity_id,
         "kid": kid,
         "public_key": public_key,

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select, update
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import inbox_messages, runtimes
 from ..errors import ApiError, not_found
 from . import cursors, identities
@@ -104,7 +105,7 @@ def post(
     """Store a pending message for an identity of the project and wake its idle runtimes."""
     identity = identities.find(conn, project_id, identity_ref)
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "project_id": project_id,
         "identity_id": identity["id"],
         "sender": sender,

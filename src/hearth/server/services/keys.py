@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,6 +12,7 @@ from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import api_keys
 from .times import iso
 
@@ -52,7 +52,7 @@ def new_bearer() -> str:
 def issue(conn: Connection, project_id: str, name: str) -> IssuedKey:
     secret = new_bearer()
     key = IssuedKey(
-        id=str(uuid.uuid4()),
+        id=new_id(),
         project_id=project_id,
         name=name,
         prefix=secret[:PREFIX_LENGTH],

@@ -35,6 +35,7 @@ from hearth.proofs import (
 )
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import identities, memories, memory_attestations
 from ..errors import ApiError, not_found
 from . import chronicle, cursors
@@ -193,7 +194,7 @@ def store(
         grant.claim(conn)
     now = utcnow()
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "project_id": project_id,
         "identity_id": identity["id"] if identity else None,
         "tier": tier,
@@ -354,7 +355,7 @@ def elevate(
         conn.execute(
             memory_attestations.insert(),
             {
-                "id": str(uuid.uuid4()),
+                "id": new_id(),
                 "memory_id": memory["id"],
                 "position": position,
                 "created_at": now,

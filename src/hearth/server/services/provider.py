@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +47,7 @@ from hearth.blockstore import BlockNotFound
 
 from ..context import Hearth
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import adds_provider_records
 from ..errors import ApiError, not_found
 from . import adds_store
@@ -346,7 +346,7 @@ async def issue_receipt(
     receipt = build_receipt(
         key=key,
         provider_id=provider_id(hearth, base_url),
-        receipt_id=str(uuid.uuid4()),
+        receipt_id=new_id(),
         issued_at=now,
         retention_until=now + hearth.settings.receipt_retention_days * 86_400,
         commitment=commitment,

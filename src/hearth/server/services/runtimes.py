@@ -34,6 +34,7 @@ from hearth.proofs import b64_encode
 
 from .. import runtime_states
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import inbox_messages, runtime_events, runtimes, thoughts
 from ..errors import DOCS, ApiError, not_found
 from . import cursors, identities
@@ -547,7 +548,7 @@ def create(
     # whatever the deployment, and a 501 says only that this deployment cannot hold the key.
     if mode == "trusted" and not kms_master_key:
         raise kms_missing()
-    runtime_id = str(uuid.uuid4())
+    runtime_id = new_id()
     token = token_hash = None
     key_material = None
     if mode == "bridged":

@@ -23,6 +23,7 @@ from hearth.proofs import EncodingError, b64_decode, b64_encode
 from hearth.proofs.recipes import thought_write_digest, verify_digest
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import runtimes, strands, thoughts
 from ..errors import ApiError, not_found
 from . import cursors, identities, identity_keys
@@ -132,7 +133,7 @@ def create(
             )
         runtime_id = runtime["id"]
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "project_id": project_id,
         "identity_id": identity["id"],
         "runtime_id": runtime_id,
@@ -263,7 +264,7 @@ def append_thought(
         )
     now = utcnow()
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "strand_id": strand["id"],
         "project_id": strand["project_id"],
         # A strand bound to a runtime is that runtime's thinking: its thoughts count for it.

@@ -28,6 +28,7 @@ from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db.engine import Database, utcnow
+from ..db.ids import new_id
 from ..db.tables import template_purchases, templates
 from ..errors import ApiError, not_found
 from ..models_forks import FromTemplateRequest, TemplatePublish
@@ -156,7 +157,7 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
     else:
         wallet = None
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "name": body.name,
         "description": body.description,
         "expression": expression,
@@ -209,7 +210,7 @@ def purchase(conn: Connection, project_id: str, template_id: str) -> dict[str, A
     price = template["price"]
     paid = wallets.charge(conn, project_id, price, "template_purchase")
     row = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "template_id": template["id"],
         "project_id": project_id,
         "wallet_id": paid["id"],

@@ -34,6 +34,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from hearth.adds import b64url_decode, b64url_encode
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import vault_keys, vault_secrets
 from ..errors import ApiError, not_found
 from . import identities
@@ -146,7 +147,7 @@ def put_secret(
     row = conn.execute(
         _UPSERT[conn.dialect.name],
         {
-            "id": str(uuid.uuid4()),
+            "id": new_id(),
             "project_id": project_id,
             "identity_id": identity_id,
             "name": name,

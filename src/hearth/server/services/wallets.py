@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from hearth.adds import b64url_decode, b64url_encode
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import ledger, wallet_transfers, wallets
 from ..errors import DOCS, ApiError, not_found
 from .times import iso
@@ -46,7 +47,7 @@ def open_wallet(
     (two statements rather than an insert, an entry and an update)."""
     if opening < 0:
         raise ValueError("an opening balance is not negative")
-    wallet_id = str(uuid.uuid4())
+    wallet_id = new_id()
     row = {
         "id": wallet_id,
         "project_id": project_id,
@@ -74,7 +75,7 @@ def _entry(conn: Connection, wallet_id: str, amount: int, reason: str) -> None:
     conn.execute(
         _ENTRY,
         {
-            "id": str(uuid.uuid4()),
+            "id": new_id(),
             "wallet_id": wallet_id,
             "amount": amount,
             "reason": reason,
@@ -296,7 +297,7 @@ def fund(
             422, "same_wallet", "A wallet cannot fund itself: name another source_wallet_id."
         )
     transfer = {
-        "id": str(uuid.uuid4()),
+        "id": new_id(),
         "project_id": project_id,
         "idempotency_digest": _digest(idempotency_key),
         "request_digest": _digest(f"{source['id']}\x00{target['id']}\x00{amount}"),
