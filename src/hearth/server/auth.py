@@ -10,6 +10,7 @@ from fastapi import Depends, Header, Request
 from pydantic import BaseModel
 from sqlalchemy import Connection
 
+from .changes import MUTATING
 from .context import Hearth
 from .errors import unauthorized
 from .services import authority, identities, keys
@@ -47,8 +48,24 @@ def caller_of(conn: Connection, bearer: str) -> Caller:
     return Caller(*resolved)
 
 
+T = TypeVar("T")
+
+
+async def lookup(hearth: Hearth, request: Request, fn: Callable[..., T], *args: Any) -> T:
+    """An authentication read: for a mutation, on the writer's connection; else a snapshot.
+
+    On SQLite a connection drops its page cache whenever another connection has written since
+    its last read, so under a stream of writes a reader's lookup starts cold (measured: 0.52 ms
+    against 0.12 on the writer's warm connection), and a mutation queues on the writer next
+    anyway. Reads of read-only routes stay on the reader pool, beside the writer.
+    """
+    if request.method in MUTATING:
+        return await hearth.db.transaction(fn, *args)
+    return await hearth.db.snapshot(fn, *args)
+
+
 async def require_bearer(request: Request, hearth: HearthDep) -> Caller:
-    return await hearth.db.snapshot(caller_of, bearer_of(request))
+    return await lookup(hearth, request, caller_of, bearer_of(request))
 
 
 CallerDep = Annotated[Caller, Depends(require_bearer)]
@@ -108,8 +125,8 @@ def root_proof(
         _timestamp: TimestampHeader = None,
         _signature: SignatureHeader = None,
     ) -> Authorized[Body]:
-        caller, identity = await hearth.db.snapshot(
-            _caller_and_identity, bearer_of(request), locate(request, body)
+        caller, identity = await lookup(
+            hearth, request, _caller_and_identity, bearer_of(request), locate(request, body)
         )
         grant = authority.authorize_request(hearth, identity, request, await request.body())
         return Authorized(caller, body, grant)
