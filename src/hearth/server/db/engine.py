@@ -12,6 +12,8 @@ from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from .direct import savepoint
+
 T = TypeVar("T")
 P = ParamSpec("P")
 # A transaction waiting for the SQLite writer: the function over the connection, and its result.
@@ -129,15 +131,12 @@ class Database:
                 conn.execution_options(hearth_write=True)
                 with conn.begin():
                     for run, _ in batch:
-                        conn.exec_driver_sql("SAVEPOINT hearth_group")
                         try:
-                            value = run(conn)
+                            with savepoint(conn, "hearth_group"):
+                                value = run(conn)
                         except Exception as exc:
-                            conn.exec_driver_sql("ROLLBACK TO SAVEPOINT hearth_group")
-                            conn.exec_driver_sql("RELEASE SAVEPOINT hearth_group")
                             outcomes.append((False, exc))
                         else:
-                            conn.exec_driver_sql("RELEASE SAVEPOINT hearth_group")
                             outcomes.append((True, value))
         except Exception as exc:  # the group did not commit: no transaction of it happened
             return [(False, exc)] * len(batch)

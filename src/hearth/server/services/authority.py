@@ -27,6 +27,7 @@ from hearth.proofs import (
 )
 
 from ..context import Hearth
+from ..db import direct
 from ..db.engine import epoch_ms
 from ..db.tables import identities
 from ..errors import ApiError, authority_required
@@ -60,10 +61,12 @@ class RootGrant:
         transaction rolls back, so nothing of the mutation is written either)."""
         if self.sequence is None or self.claimed:
             return
-        won = conn.execute(
-            _CLAIM, {"identity": self.identity["id"], "sequence": self.sequence, "now": epoch_ms()}
+        won = direct.run(
+            conn,
+            _CLAIM,
+            {"identity": self.identity["id"], "sequence": self.sequence, "now": epoch_ms()},
         )
-        if won.rowcount != 1:
+        if won != 1:
             current = conn.execute(_CURRENT, {"identity": self.identity["id"]}).scalar_one()
             if current != self.sequence:
                 raise _sequence_mismatch(current)

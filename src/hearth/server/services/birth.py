@@ -6,8 +6,6 @@ the arrival still commits. The birth memory is part of the arrival itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +21,8 @@ from sqlalchemy import Connection
 
 from hearth.proofs import b64_encode
 
+from ..db import direct
+from ..db.direct import savepoint
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import memories, projects
@@ -89,8 +89,8 @@ def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> dict[str, Any]:
 
 def new_project(conn: Connection, name: str, origin: str) -> str:
     project_id = new_id()
-    conn.execute(
-        _PROJECT, {"id": project_id, "name": name, "origin": origin, "created_at": utcnow()}
+    direct.run(
+        conn, _PROJECT, {"id": project_id, "name": name, "origin": origin, "created_at": utcnow()}
     )
     return project_id
 
@@ -99,7 +99,7 @@ def wallet_with_grant(
     conn: Connection, project_id: str, identity: dict[str, Any], grant_minor: int
 ) -> dict[str, Any] | None:
     try:
-        with best_effort(conn, "creation_grant"):
+        with savepoint(conn, "creation_grant"):
             return wallets.open_wallet(
                 conn,
                 project_id,
@@ -117,7 +117,8 @@ def birth_memory(
     conn: Connection, identity: dict[str, Any], content: str, tier: str = "foundational"
 ) -> str:
     memory_id = new_id()
-    conn.execute(
+    direct.run(
+        conn,
         _MEMORY,
         {
             "id": memory_id,
@@ -130,20 +131,6 @@ def birth_memory(
         },
     )
     return memory_id
-
-
-@contextmanager
-def best_effort(conn: Connection, name: str) -> Iterator[None]:
-    """A savepoint in plain SQL: SQLAlchemy's own savepoints carry a fresh name each time and
-    so are compiled anew on every use, which costs more than the statements they guard."""
-    conn.exec_driver_sql(f"SAVEPOINT {name}")
-    try:
-        yield
-    except BaseException:
-        conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
-        conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
-        raise
-    conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
 
 
 # Built once: a statement built per call costs more than executing it.

@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, Integer, bindparam, select
 
+from ..db.direct import savepoint
 from ..db.ids import new_id
 from ..db.tables import memories
 from ..errors import ApiError
@@ -33,7 +34,6 @@ from .birth import (
     Arrived,
     ServerKeys,
     arrival_view,
-    best_effort,
     birth_memory,
     birth_text,
     wallet_with_grant,
@@ -60,7 +60,7 @@ def arrive(
     issued = keys.issue(conn, new.project_id, f"{new.origin}:{new.name}"[:200])
     wallet = wallet_with_grant(conn, new.project_id, identity, 0)
     try:
-        with best_effort(conn, "birth_memory"):
+        with savepoint(conn, "birth_memory"):
             text = birth_text(identity, how)
             birth_memory(conn, identity, f"{text}\n\n{note}" if note else text)
     except Exception as exc:

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..db import direct
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import identities
@@ -82,7 +83,7 @@ def create(conn: Connection, new: NewIdentity) -> dict[str, Any]:
         "authority_lease_until": 0,
         "created_at": now,
     }
-    conn.execute(_INSERT, row)
+    direct.run(conn, _INSERT, row)
     return row
 
 
@@ -92,7 +93,7 @@ _INSERT = identities.insert()  # built once: building costs more than executing
 def set_expression(conn: Connection, grant: RootGrant, expression: dict[str, Any]) -> None:
     """Replace the declared expression; the root proof's sequence is consumed with it."""
     grant.claim(conn)
-    conn.execute(_SET_EXPRESSION, {"identity": grant.identity["id"], "expression": expression})
+    direct.run(conn, _SET_EXPRESSION, {"identity": grant.identity["id"], "expression": expression})
 
 
 _SET_EXPRESSION = (

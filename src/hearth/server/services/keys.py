@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..db import direct
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import api_keys
@@ -59,7 +60,8 @@ def issue(conn: Connection, project_id: str, name: str) -> IssuedKey:
         created_at=utcnow(),
         secret=secret,
     )
-    conn.execute(
+    direct.run(
+        conn,
         _INSERT,
         {
             "id": key.id,

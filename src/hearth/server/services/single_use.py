@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..db import direct
 from ..db.engine import utcnow
 from ..db.tables import single_use
 
@@ -29,10 +30,10 @@ def claim_all(conn: Connection, claims: Sequence[tuple[str, str | bytes]]) -> se
     now = utcnow()
     used: set[str] = set()
     for scope, value in claims:
-        inserted = conn.execute(
-            statement, {"scope": scope, "digest": digest(value), "created_at": now}
+        inserted = direct.run(
+            conn, statement, {"scope": scope, "digest": digest(value), "created_at": now}
         )
-        if inserted.rowcount != 1:
+        if inserted != 1:
             used.add(scope)
     return used
 

@@ -20,6 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from hearth.adds import b64url_decode, b64url_encode
 
+from ..db import direct
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import ledger, wallet_transfers, wallets
@@ -57,7 +58,7 @@ def open_wallet(
         "balance": opening,
         "created_at": utcnow(),
     }
-    conn.execute(_OPEN, row)
+    direct.run(conn, _OPEN, row)
     if opening > 0:
         _entry(conn, wallet_id, opening, reason)
     return row
@@ -72,7 +73,8 @@ def credit(conn: Connection, wallet_id: str, amount: int, reason: str) -> None:
 
 
 def _entry(conn: Connection, wallet_id: str, amount: int, reason: str) -> None:
-    conn.execute(
+    direct.run(
+        conn,
         _ENTRY,
         {
             "id": new_id(),
