@@ -37,17 +37,20 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import anthropic
 import httpx2
-import openai
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hearth.proofs import think_cycle
 from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 
 from .common import HearthError
+
+if TYPE_CHECKING:  # the SDKs load on first use: importing them cost every hearth command
+    # about a second and 75 MB, whether or not it ever talks to a provider
+    import anthropic
+    import openai
 from .runtimes import ROOT_KID, InboxMessage, Strand, ThoughtOpenError
 from .sdk import HearthClient
 
@@ -149,6 +152,8 @@ class AnthropicProvider:
     _client: anthropic.Anthropic | None = field(default=None, repr=False)
 
     def complete(self, prompt: Prompt) -> str:
+        import anthropic  # noqa: PLC0415 - on first use (see the imports above)
+
         if self._client is None:
             self._client = anthropic.Anthropic(
                 api_key=self.api_key,
@@ -193,6 +198,8 @@ class OpenAIProvider:
     _client: openai.OpenAI | None = field(default=None, repr=False)
 
     def complete(self, prompt: Prompt) -> str:
+        import openai  # noqa: PLC0415 - on first use (see the imports above)
+
         if self._client is None:
             self._client = openai.OpenAI(
                 api_key=self.api_key,
