@@ -28,6 +28,7 @@ from hearth.blockstore import (
     DirectoryBlockStore,
     FileBlockStore,
     HttpBlockStore,
+    direct_io,
 )
 from hearth.blockstore import fs as fs_module
 from hearth.blockstore.fs import LocalBatch
@@ -276,7 +277,7 @@ def test_a_write_failing_in_add_leaves_nothing(
 
     batch = local_store.batch()
     batch.add(hashed("first"))
-    monkeypatch.setattr(fs_module, "_write_all", half_then_full_disk)
+    monkeypatch.setattr(direct_io, "write_all", half_then_full_disk)
     with pytest.raises(BlockStoreError, match="No space left"):
         batch.add(hashed("second"))
     batch.abort()

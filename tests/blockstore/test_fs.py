@@ -33,6 +33,7 @@ from hearth.blockstore import (
     DirectoryBlockStore,
     FileBlockStore,
     InvalidCid,
+    direct_io,
 )
 from hearth.blockstore import fs as fs_module
 
@@ -185,7 +186,7 @@ def test_a_write_failing_part_way_leaves_nothing_visible(
         os.write(fd, payload[: len(payload) // 2])
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(fs_module, "_write_all", half_then_full_disk)
+    monkeypatch.setattr(direct_io, "write_all", half_then_full_disk)
     with pytest.raises(BlockStoreError, match="No space left") as caught:
         local_store.put(cid, data)
     assert isinstance(caught.value.__cause__, OSError)
@@ -218,13 +219,13 @@ import os, sys
 from pathlib import Path
 from hearth.adds.cid import cid_for_bytes
 from hearth.blockstore import DirectoryBlockStore, FileBlockStore
-from hearth.blockstore import fs
+from hearth.blockstore import direct_io
 
 def crash(fd, data):
     os.write(fd, data[: len(data) // 2])
     os._exit(17)  # no cleanup, no finally blocks: as a power cut would leave it
 
-fs._write_all = crash
+direct_io.write_all = crash
 kind, root = sys.argv[1], Path(sys.argv[2])
 store = FileBlockStore(root, create=False) if kind == "file" else DirectoryBlockStore(root)
 data = bytes(range(256)) * 1024
@@ -272,14 +273,14 @@ def test_sweep_all_spares_writes_in_progress_in_this_process(
     crashed_leftover.write_bytes(b"partial")
     writing = threading.Event()
     release = threading.Event()
-    original = fs_module._write_all
+    original = direct_io.write_all
 
     def slow_write(fd: int, payload: bytes) -> None:
         writing.set()
         assert release.wait(10)
         original(fd, payload)
 
-    monkeypatch.setattr(fs_module, "_write_all", slow_write)
+    monkeypatch.setattr(direct_io, "write_all", slow_write)
     writer = threading.Thread(target=local_store.put, args=(cid, data))
     writer.start()
     try:

@@ -22,6 +22,9 @@ each block goes to its temp file at once (write-back started), and at the end (o
 touched is fsynced once. The rule is the same: nothing is visible under a CID before its bytes
 are durable.
 
+With fsync on, block files are written and read with direct I/O where the file system allows it
+(``direct_io.py``): a durable block never passes through the page cache.
+
 The 1,024 shard directories are made (and made durable) when the store is created, so a write
 never has to; a store made by an older version gets a missing one the first time it needs it.
 """
@@ -42,6 +45,7 @@ from hearth.adds.cid import cid_for_bytes, cid_problem
 from hearth.adds.objects import HashedBlock
 
 from .base import BlockCorrupt, BlockNotFound, BlockStoreError, check_block, check_cid
+from .direct_io import DirectIO
 
 __all__ = [
     "BATCH_BYTES",
@@ -83,13 +87,6 @@ def shard_of(cid: str) -> str:
 def is_block_name(name: str) -> bool:
     """Whether a directory entry's name is a canonical CID (temp files and strays are not)."""
     return cid_problem(name) is None
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _datasync(fd: int) -> None:
@@ -139,6 +136,12 @@ class LocalFiles:
     def __init__(self, *, fsync: bool, description: str) -> None:
         self.fsync = fsync
         self.description = description
+        # Durable writes go past the page cache where the file system allows (direct_io.py);
+        # without fsync the page cache is the point, and writes stay buffered.
+        self.direct = DirectIO(enabled=fsync)
+        # Blocks are read past the page cache too: a block is read once per open, and a durable
+        # store's blocks were written past it, so the cache holds none of them anyway.
+        self.reader = DirectIO()
         self._lock = threading.Lock()
         self._writing: set[str] = set()
         self._closed = False
@@ -153,8 +156,7 @@ class LocalFiles:
     def read(self, path: Path, cid: str) -> bytes:
         """The file's bytes, verified against ``cid``."""
         try:
-            with open(path, "rb") as file:
-                data = file.read()
+            data = self.reader.read(path)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             # Only a regular file under the CID's name is a block (as for has and cids).
             raise BlockNotFound(f"block {cid} is not in {self.description}", cid=cid) from None
@@ -204,9 +206,8 @@ class LocalFiles:
         directory = path.parent
         temp = self.claim_temp(directory)
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0))
+            fd = self.direct.create(temp, data)
             try:
-                _write_all(fd, data)
                 if self.fsync:
                     os.fsync(fd)
             finally:
@@ -313,22 +314,16 @@ class LocalBatch:
         self._prepare(path.parent)
         temp = self._files.claim_temp(path.parent)
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0))
-        except OSError as exc:
-            self._files.release_temp(temp)
-            raise self._failure(path, exc) from exc
-        try:
-            _write_all(fd, block.data)
-            if self._files.fsync:
-                _start_writeback(fd)
+            fd = self._files.direct.create(temp, block.data)
         except BaseException as exc:
-            os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             self._files.release_temp(temp)
             if isinstance(exc, OSError):
                 raise self._failure(path, exc) from exc
             raise
+        if self._files.fsync and not self._files.direct.enabled:
+            _start_writeback(fd)  # a direct write has nothing left to write back
         group: list[_Pending] = []
         with self._lock:
             self._pending.append(_Pending(temp, path, fd, len(block.data)))

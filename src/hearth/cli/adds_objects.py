@@ -100,6 +100,7 @@ from hearth.blockstore import (
     copy_blocks,
     open_block_store,
 )
+from hearth.blockstore.direct_io import SequentialFile
 
 from .client_config import home_dir, load_api_key, load_profile
 from .files import read_input
@@ -657,7 +658,9 @@ def publish_command(
         help="Where to write the grants as CID.grant.json (default: the manifest's directory).",
         show_default=False,
     ),
-    workers: int = typer.Option(1, "--workers", min=1, max=64, help="Threads sealing chunks."),
+    workers: int = typer.Option(
+        2, "--workers", min=1, max=64, help="Threads sealing and writing chunks."
+    ),
     force: bool = FORCE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -1027,7 +1030,7 @@ def open_command(
     force: bool = FORCE_OPTION,
     quiet: bool = QUIET_OPTION,
     workers: int = typer.Option(
-        1,
+        2,
         "--workers",
         min=1,
         max=64,
@@ -1104,7 +1107,8 @@ def _since(started: float) -> float:
 def _open_to_file(chunks: Iterator[bytes], total: int, out: Path, quiet: bool) -> None:
     partial = out.with_name(out.name + ".partial")
     try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # Past the page cache where the file system allows (blockstore/direct_io.py).
+        target = SequentialFile(partial, mode=0o600)
     except OSError as exc:
         _fail(f"cannot create {partial}: {exc.strerror or exc}")
     written = 0
@@ -1114,10 +1118,10 @@ def _open_to_file(chunks: Iterator[bytes], total: int, out: Path, quiet: bool) -
     try:
         with _byte_progress("open", total, quiet) as progress:
             for chunk in chunks:
-                _write_all(fd, chunk)
+                target.write(chunk)
                 written += len(chunk)
                 progress(written)
-        os.fsync(fd)
+        target.finish()
         complete = True
     except OpenError as exc:
         failure = f"{exc.code}: {exc.message}"
@@ -1126,7 +1130,7 @@ def _open_to_file(chunks: Iterator[bytes], total: int, out: Path, quiet: bool) -
     except OSError as exc:
         failure = f"cannot write {partial}: {exc.strerror or exc}"
     finally:
-        os.close(fd)
+        target.close()
         if not complete:  # a refusal, or anything else (an interrupt): no partial is left
             with contextlib.suppress(OSError):
                 partial.unlink()

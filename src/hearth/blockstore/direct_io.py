@@ -1,0 +1,222 @@
+"""Direct I/O for block files: written and read past the page cache, where the file system
+allows it.
+
+A block is written once, made durable at once, and read rarely. Through the page cache every
+megabyte is first copied into newly allocated cache pages, which the kernel must then write
+back and keep accounting for; on this project's machines (virtual, as most servers are) fresh
+pages are the expensive part, and a buffered write of new files ran at about 430 MB/s where the
+disk takes 1.1 GB/s written directly. ``O_DIRECT`` moves the bytes from an aligned buffer of the
+writing thread's own, reused for every block, straight to the device: the copy into that buffer
+is the only one. Lengths and file offsets must be multiples of ``ALIGN``: a block is written
+padded to the next multiple and the file then truncated to its real size.
+
+Where ``O_DIRECT`` is missing (macOS, Windows) or refused (tmpfs and some network file
+systems answer EINVAL), the buffered path is used, and the refusal is remembered per store.
+Durability is the caller's business either way: an ``O_DIRECT`` write still needs the
+fdatasync that makes the file's size and the device's cache durable.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import threading
+
+ALIGN = 4096  # covers every logical block size in use (512 and 4096)
+_O_DIRECT: int = getattr(os, "O_DIRECT", 0)
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+
+
+def padded(size: int) -> int:
+    return -(-size // ALIGN) * ALIGN
+
+
+class _Buffers(threading.local):
+    """One aligned buffer per thread, grown to the largest block it has carried."""
+
+    buffer: mmap.mmap | None = None
+
+    def take(self, size: int) -> memoryview:
+        length = max(padded(size), ALIGN)
+        if self.buffer is None or len(self.buffer) < length:
+            if self.buffer is not None:
+                self.buffer.close()
+            self.buffer = mmap.mmap(-1, length)  # anonymous maps are page-aligned
+        return memoryview(self.buffer)[:length]
+
+
+class DirectIO:
+    """Whether this store's file system takes ``O_DIRECT``; learned on first use."""
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled and _O_DIRECT != 0
+        self._buffers = _Buffers()
+
+    def create(self, path: os.PathLike[str] | str, data: bytes | memoryview) -> int:
+        """Create ``path`` (which must not exist) holding ``data``; returns its open descriptor
+        (not yet fsynced). On failure nothing is left open; a partly written file may remain
+        for the caller to remove."""
+        if self.enabled:
+            fd = self._direct(path, data)
+            if fd is not None:
+                return fd
+        fd = os.open(path, _WRITE_FLAGS)
+        try:
+            write_all(fd, data)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _direct(self, path: os.PathLike[str] | str, data: bytes | memoryview) -> int | None:
+        try:
+            fd = os.open(path, _WRITE_FLAGS | _O_DIRECT)
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+            self.enabled = False  # the file system refuses O_DIRECT: buffered from now on
+            return None
+        try:
+            size = len(data)
+            view = self._buffers.take(size)
+            view[:size] = data
+            view[size:] = bytes(len(view) - size)  # padding, cut off again below
+            try:
+                write_all(fd, view)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                refused = True  # opened, but this alignment is not enough here
+            else:
+                refused = False
+                if len(view) != size:
+                    os.ftruncate(fd, size)
+        except BaseException:
+            os.close(fd)
+            raise
+        if refused:
+            os.close(fd)
+            os.unlink(path)
+            self.enabled = False
+            return None
+        return fd
+
+    def read(self, path: os.PathLike[str] | str) -> bytes:
+        """The whole file at ``path`` (the open's and the read's own errors propagate)."""
+        if self.enabled:
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | _O_DIRECT)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                if os.path.isdir(path):  # refused as a directory, not for O_DIRECT
+                    raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path)) from None
+                self.enabled = False
+            else:
+                try:
+                    data = self._read_direct(fd)
+                finally:
+                    os.close(fd)
+                if data is not None:
+                    return data
+        with open(path, "rb") as file:
+            return file.read()
+
+    def _read_direct(self, fd: int) -> bytes | None:
+        size = os.fstat(fd).st_size
+        view = self._buffers.take(size)
+        done = 0
+        while done < size:
+            try:
+                got = os.readv(fd, [view[done:]])
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                self.enabled = False  # opened, but not readable this way here
+                return None
+            if got == 0:
+                break  # shorter than its size said: what is there is what it holds
+            done += got
+        return bytes(view[:done])
+
+
+class SequentialFile:
+    """A new file written front to back, then made durable: direct where possible.
+
+    Direct writes need aligned lengths and offsets, so the bytes gather in an aligned buffer
+    that is written out whenever it is full; ``finish`` writes the rest padded, cuts the file
+    to its real length and fsyncs it. Where direct I/O is refused the bytes are written as they
+    come. Used for an opened object's plaintext (the CLI's ``adds open -o``).
+    """
+
+    CAPACITY = 4 << 20
+
+    def __init__(self, path: os.PathLike[str] | str, *, mode: int = 0o600) -> None:
+        self.path = path
+        self.size = 0
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+        self._fd = -1
+        if _O_DIRECT:
+            try:
+                self._fd = os.open(path, flags | _O_DIRECT, mode)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+        self._direct = self._fd >= 0
+        if not self._direct:
+            self._fd = os.open(path, flags, mode)
+        self._buffer = mmap.mmap(-1, self.CAPACITY) if self._direct else None
+        self._fill = 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        self.size += len(data)
+        if self._buffer is None:
+            write_all(self._fd, data)
+            return
+        view = memoryview(data)
+        while view:
+            room = self.CAPACITY - self._fill
+            take = min(room, len(view))
+            self._buffer[self._fill : self._fill + take] = view[:take]
+            self._fill += take
+            view = view[take:]
+            if self._fill == self.CAPACITY:
+                self._spill(self.CAPACITY)
+
+    def _spill(self, length: int) -> None:
+        assert self._buffer is not None
+        write_all(self._fd, memoryview(self._buffer)[:length])
+        self._fill = 0
+
+    def finish(self) -> None:
+        """Write what is buffered, fsync and close; the file then holds exactly what was
+        written. Raises OSError when any of it fails (the file is then closed)."""
+        try:
+            if self._buffer is not None and self._fill:
+                length = padded(self._fill)
+                self._buffer[self._fill : length] = bytes(length - self._fill)
+                self._spill(length)
+                os.ftruncate(self._fd, self.size)
+            os.fsync(self._fd)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close without finishing (after a failure); the caller removes the file."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._buffer is not None:
+            self._buffer.close()
+            self._buffer = None
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+__all__ = ["ALIGN", "DirectIO", "SequentialFile", "padded", "write_all"]

@@ -1,0 +1,211 @@
+"""Direct I/O for block files: exact bytes and sizes whatever the alignment, the buffered path
+where the file system refuses ``O_DIRECT``, and one aligned buffer per thread."""
+
+from __future__ import annotations
+
+import errno
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from hearth.blockstore.direct_io import ALIGN, DirectIO, SequentialFile, padded
+
+SIZES = [0, 1, ALIGN - 1, ALIGN, ALIGN + 1, 3 * ALIGN + 17, (1 << 20) + 16]
+
+
+def takes_direct(directory: Path) -> bool:
+    """Whether ``directory``'s file system accepts an O_DIRECT open, asked directly."""
+    flag = getattr(os, "O_DIRECT", 0)
+    if not flag:
+        return False
+    probe = directory / "probe"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | flag)
+    except OSError:
+        return False
+    os.close(fd)
+    probe.unlink()
+    return True
+
+
+def write(direct: DirectIO, path: Path, data: bytes) -> None:
+    fd = direct.create(path, data)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def test_padded_rounds_up_to_the_alignment() -> None:
+    assert [padded(n) for n in (0, 1, ALIGN, ALIGN + 1)] == [0, ALIGN, ALIGN, 2 * ALIGN]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_file_holds_exactly_its_bytes(tmp_path: Path, size: int) -> None:
+    direct = DirectIO()
+    data = os.urandom(size)
+    write(direct, tmp_path / "block", data)
+    assert (tmp_path / "block").read_bytes() == data
+    assert direct.enabled == takes_direct(tmp_path)  # still direct where it was possible
+
+
+def test_an_existing_name_is_refused_and_left_alone(tmp_path: Path) -> None:
+    (tmp_path / "block").write_bytes(b"first")
+    with pytest.raises(FileExistsError):
+        DirectIO().create(tmp_path / "block", b"second")
+    assert (tmp_path / "block").read_bytes() == b"first"
+
+
+def test_disabled_means_buffered(tmp_path: Path) -> None:
+    direct = DirectIO(enabled=False)
+    write(direct, tmp_path / "block", b"plain")
+    assert (tmp_path / "block").read_bytes() == b"plain"
+    assert direct.enabled is False
+
+
+REFUSALS = ["open", "write"]
+
+
+@pytest.mark.parametrize("where", REFUSALS)
+def test_a_file_system_refusing_o_direct_gets_buffered_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """tmpfs before Linux 6.6 and some network file systems answer EINVAL, at the open or at
+    the first write; either way the bytes arrive, and later writes go buffered at once."""
+    if not getattr(os, "O_DIRECT", 0):
+        pytest.skip("no O_DIRECT on this system")
+    real_open, real_write = os.open, os.write
+    direct_fds: set[int] = set()
+    calls: list[str] = []
+
+    def opening(path: object, flags: int, *args: int) -> int:
+        if flags & os.O_DIRECT:
+            calls.append("direct open")
+            if where == "open":
+                raise OSError(errno.EINVAL, "Invalid argument")
+        fd = real_open(path, flags, *args)  # type: ignore[arg-type]
+        if flags & os.O_DIRECT:
+            direct_fds.add(fd)
+        else:
+            direct_fds.discard(fd)  # a number reused after the direct one was closed
+        return fd
+
+    def writing(fd: int, data: bytes) -> int:
+        if fd in direct_fds:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "open", opening)
+    monkeypatch.setattr(os, "write", writing)
+    direct = DirectIO()
+    for n, size in enumerate(SIZES):
+        data = os.urandom(size)
+        write(direct, tmp_path / f"block{n}", data)
+        assert (tmp_path / f"block{n}").read_bytes() == data
+    assert direct.enabled is False
+    assert calls == ["direct open"]  # learned once
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"block{n}" for n in range(7))
+
+
+def test_threads_writing_at_once_each_use_their_own_buffer(tmp_path: Path) -> None:
+    direct = DirectIO()
+    blobs = [os.urandom(ALIGN * (n % 5) + n) for n in range(64)]
+
+    def one(n: int) -> None:
+        write(direct, tmp_path / f"block{n}", blobs[n])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(one, range(len(blobs))))
+    assert [(tmp_path / f"block{n}").read_bytes() for n in range(len(blobs))] == blobs
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_read_gives_the_whole_file(tmp_path: Path, size: int) -> None:
+    data = os.urandom(size)
+    (tmp_path / "block").write_bytes(data)
+    reader = DirectIO()
+    assert reader.read(tmp_path / "block") == data
+    assert reader.enabled == takes_direct(tmp_path)
+
+
+def test_read_refuses_a_missing_file_and_a_directory_without_giving_up_direct(
+    tmp_path: Path,
+) -> None:
+    reader = DirectIO()
+    with pytest.raises(FileNotFoundError):
+        reader.read(tmp_path / "absent")
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(IsADirectoryError):
+        reader.read(tmp_path / "folder")
+    assert reader.enabled == takes_direct(tmp_path)
+
+
+def pieces(data: bytes, sizes: list[int]) -> list[bytes]:
+    out, at = [], 0
+    for n in sizes * (len(data) // max(sum(sizes), 1) + 2):
+        if at >= len(data):
+            break
+        out.append(data[at : at + n])
+        at += n
+    return out
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        0,
+        1,
+        ALIGN + 1,
+        SequentialFile.CAPACITY,
+        SequentialFile.CAPACITY + ALIGN + 3,
+        2 * SequentialFile.CAPACITY - 1,
+    ],
+)
+def test_a_sequential_file_holds_exactly_what_was_written(tmp_path: Path, size: int) -> None:
+    data = os.urandom(size)
+    target = SequentialFile(tmp_path / "out", mode=0o600)
+    for piece in pieces(data, [1, ALIGN - 1, 100_000, 1 << 20, 3]):
+        target.write(piece)
+    target.finish()
+    assert target.size == size
+    assert (tmp_path / "out").read_bytes() == data
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_sequential_file_replaces_an_older_one(tmp_path: Path) -> None:
+    (tmp_path / "out").write_bytes(b"x" * 100_000)
+    target = SequentialFile(tmp_path / "out")
+    target.write(b"short")
+    target.finish()
+    assert (tmp_path / "out").read_bytes() == b"short"
+
+
+def test_a_sequential_file_is_buffered_where_o_direct_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_open = os.open
+
+    def opening(path: object, flags: int, *args: int) -> int:
+        if flags & getattr(os, "O_DIRECT", 0):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", opening)
+    data = os.urandom(ALIGN * 3 + 5)
+    target = SequentialFile(tmp_path / "out")
+    for piece in pieces(data, [7, 1000]):
+        target.write(piece)
+    target.finish()
+    assert (tmp_path / "out").read_bytes() == data
+
+
+def test_closing_without_finishing_writes_out_no_partial_buffer(tmp_path: Path) -> None:
+    """After a failure the caller closes (twice is harmless) and removes the file: a direct
+    file's unfinished tail never reaches it."""
+    target = SequentialFile(tmp_path / "out")
+    target.write(b"abc")
+    target.close()
+    target.close()
+    assert (tmp_path / "out").stat().st_size == (0 if takes_direct(tmp_path) else 3)
