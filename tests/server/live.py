@@ -88,6 +88,7 @@ def sqlite_settings(tmp_path: Any, **overrides: Any) -> Settings:
         "blocks_dir": tmp_path / "blocks",
         # Tests register many agents from one address; the limiter's own tests set it low.
         "self_service_limit": 100_000,
+        "registrar_limit": 100_000,
     }
     values.update(overrides)
     return Settings(**values)

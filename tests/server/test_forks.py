@@ -104,6 +104,14 @@ class Parent:
             )
         assert born.status_code == 201, born.text
         body = born.json()
+        # A bootstrapped wallet opens empty: the registered agent's creation grant funds it.
+        with live.client(bearer) as client:
+            funded = client.post(
+                f"/v1/wallets/{body['wallet']['id']}/fund",
+                json={"amount": GRANT, "source_wallet_id": registered["wallet"]["id"]},
+                headers={"Idempotency-Key": uuid.uuid4().hex},
+            )
+        assert funded.status_code == 201, funded.text
         private = Ed25519PrivateKey.from_private_bytes(
             b64_decode(body["keypair"]["private_key"], length=32)
         )
@@ -280,7 +288,7 @@ def test_a_fork_answers_the_birth_and_shows_the_key_once(live: Live) -> None:
         entries = client.get(f"/v1/wallets/{parent.wallet_id}/ledger").json()["items"]
     assert [(e["amount"], e["reason"]) for e in entries] == [
         (-FORK_COST, "fork"),
-        (GRANT, "creation_grant"),
+        (GRANT, "transfer_in"),  # Parent.new funds the bootstrapped wallet
     ]
 
 

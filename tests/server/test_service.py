@@ -189,7 +189,7 @@ def test_bootstrap_returns_the_private_key_once_and_never_stores_it(live: Live) 
     assert born["agent"]["trust_score"] == 0
     assert born["agent"]["status"] == "active"
     assert born["keypair"]["kid"] == "primary"
-    assert born["wallet"]["balance"] == 500
+    assert born["wallet"]["balance"] == 0  # the creation grant is registration's alone
     assert "Welcome, Sprout." in born["welcome"]
     seed = b64_decode(born["keypair"]["private_key"], length=32)
     private = Ed25519PrivateKey.from_private_bytes(seed)

@@ -244,6 +244,13 @@ def test_each_mutation_produces_its_change(live: Live) -> None:
         born = client.post("/v1/bootstrap", json={"name": "Second"})
         assert born.status_code == 201
         second_id, second_wallet = born.json()["agent"]["id"], born.json()["wallet"]["id"]
+        # Its wallet opens empty; funding it is the second identity's change, not this one's.
+        seeded = client.post(
+            f"/v1/wallets/{second_wallet}/fund",
+            json={"amount": 50, "source_wallet_id": first_wallet},
+            headers={"Idempotency-Key": str(uuid.uuid4())},
+        )
+        assert seeded.status_code == 201, seeded.text
 
         memory = owner.store("the first light", agent_id=owner.id)
         change = stream.next()

@@ -364,7 +364,7 @@ def check_sequence(live: Live) -> None:
     assert all("memory_id" in entry for entry in wren["shaped_by"])
     assert document["you_keep"]["vault"] == {"count": 1, "names": [f"{owner.id}:config"]}
     balances = sorted(w["balance"] for w in document["you_own"]["wallets"])
-    assert balances == [380, 620]
+    assert balances == [120, 380]  # a bootstrapped wallet opens empty; 120 moved in
     assert document["you_are_greeted"]["pending_inbox"] == 2
     assert [f["name"] for f in document["you_bond"]["forks"]] == ["Wren II"]
 

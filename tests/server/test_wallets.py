@@ -40,7 +40,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 
 
 class Project:
-    """A project with two identities, so two wallets (each born with the creation grant)."""
+    """A project with two identities, so two wallets, each born with the creation grant: the
+    second arrives by the project's own registrar bearer (a bootstrapped one's wallet opens
+    empty)."""
 
     def __init__(self, live: Live) -> None:
         _, registered = register(live)
@@ -48,11 +50,10 @@ class Project:
         self.project_id: str = registered["project"]["id"]
         self.agent_id: str = registered["agent"]["id"]
         self.first: str = registered["wallet"]["id"]
-        with live.client(self.bearer) as client:
-            born = client.post("/v1/bootstrap", json={"name": "Second"})
-        assert born.status_code == 201, born.text
-        self.second_agent_id: str = born.json()["agent"]["id"]
-        self.second: str = born.json()["wallet"]["id"]
+        _, second = register(live, name="Second", registrar_bearer=self.bearer)
+        assert second["project"]["id"] == self.project_id
+        self.second_agent_id: str = second["agent"]["id"]
+        self.second: str = second["wallet"]["id"]
 
 
 def fund(

@@ -40,7 +40,9 @@ async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> 
     def write(conn: Connection) -> tuple[dict[str, Any], keys.IssuedKey, dict[str, Any] | None]:
         identity = identities.create(conn, new)
         issued = keys.issue(conn, project_id, f"bootstrap:{body.name}"[:200])
-        wallet = wallet_with_grant(conn, project_id, identity, hearth.settings.creation_grant_minor)
+        # An empty wallet: the creation grant is registration's (the specification's limits),
+        # and a bearer can bootstrap without end, so a grant here would mint credits for free.
+        wallet = wallet_with_grant(conn, project_id, identity, 0)
         # The stated purpose is the first foundational memory; without one, the birth itself.
         birth_memory(conn, identity, body.purpose or birth_text(identity, "bootstrapped"))
         return identity, issued, wallet
