@@ -7,7 +7,8 @@ statement once per parameter set and dialect, applies the column types' own bind
 (the same conversions Core would make), and executes it on the driver cursor; a driver error
 reaches the caller wrapped as SQLAlchemy would wrap it (``IntegrityError`` and so on). Only
 SQLite takes this path; PostgreSQL's driver is reached through the async adapter, and there
-``run`` is ``conn.execute``.
+``run`` is ``conn.execute``. The price: on SQLite these statements bypass SQLAlchemy's cursor
+events and ``echo`` logging, so keep ``run`` to the hot paths' plain writes.
 """
 
 from __future__ import annotations
