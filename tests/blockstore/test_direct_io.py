@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hearth.blockstore.direct_io import ALIGN, DirectIO, SequentialFile, padded
+from hearth.blockstore.direct_io import ALIGN, KEEP, DirectIO, SequentialFile, padded
 
-SIZES = [0, 1, ALIGN - 1, ALIGN, ALIGN + 1, 3 * ALIGN + 17, (1 << 20) + 16]
+SIZES = [0, 1, ALIGN - 1, ALIGN, ALIGN + 1, 3 * ALIGN + 17, (1 << 20) + 16, KEEP + 1]
 
 
 def takes_direct(directory: Path) -> bool:
@@ -106,7 +106,9 @@ def test_a_file_system_refusing_o_direct_gets_buffered_writes(
         assert (tmp_path / f"block{n}").read_bytes() == data
     assert direct.enabled is False
     assert calls == ["direct open"]  # learned once
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"block{n}" for n in range(7))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"block{n}" for n in range(len(SIZES))
+    )
 
 
 def test_threads_writing_at_once_each_use_their_own_buffer(tmp_path: Path) -> None:

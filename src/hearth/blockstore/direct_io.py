@@ -32,13 +32,20 @@ def padded(size: int) -> int:
     return -(-size // ALIGN) * ALIGN
 
 
+# A thread keeps its buffer up to this size (the default 1 MiB chunk and a little more): a
+# server's many threads each holding one for the largest block allowed (16 MiB) would add up.
+KEEP = padded((4 << 20) + 16)
+
+
 class _Buffers(threading.local):
-    """One aligned buffer per thread, grown to the largest block it has carried."""
+    """One aligned buffer per thread, kept for the next block unless it is larger than KEEP."""
 
     buffer: mmap.mmap | None = None
 
     def take(self, size: int) -> memoryview:
         length = max(padded(size), ALIGN)
+        if length > KEEP:
+            return memoryview(mmap.mmap(-1, length))  # freed with the last view of it
         if self.buffer is None or len(self.buffer) < length:
             if self.buffer is not None:
                 self.buffer.close()
@@ -219,4 +226,4 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
-__all__ = ["ALIGN", "DirectIO", "SequentialFile", "padded", "write_all"]
+__all__ = ["ALIGN", "KEEP", "DirectIO", "SequentialFile", "padded", "write_all"]
