@@ -508,6 +508,16 @@ def _store_failure(exc: BlockStoreError) -> NoReturn:
     _fail(f"{_store_code(exc)}: {exc}")
 
 
+def _submit(document: SignedDocument, what: str, url: str, bearer: str | None) -> None:
+    """POST a signed document to a provider node, or exit 1 saying why it was refused."""
+    with Service(url, bearer) as service:
+        try:
+            service.submit(document)
+        except ServiceError as exc:
+            _fail(f"the {what} was not submitted: {exc}")
+    _note(f"submitted the {what} to {url}")
+
+
 # --- options shared by several commands -------------------------------------------------------
 
 BLOCKS_HELP = (
@@ -521,6 +531,24 @@ BEARER_OPTION = typer.Option(
     "for that service).",
     show_default=False,
 )
+
+
+# The options several commands share, each naming its own document in the help.
+def out_option(what: str) -> Any:
+    return typer.Option(
+        None, "--out", "-o", help=f"Write the {what} here (default: stdout).", show_default=False
+    )
+
+
+def submit_option(what: str) -> Any:
+    return typer.Option(
+        None,
+        "--submit",
+        help=f"Also POST the {what} to this provider node URL.",
+        show_default=False,
+    )
+
+
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="No progress bar or summary line.")
 FORCE_OPTION = typer.Option(False, "--force", help="Replace an existing output file.")
 NOW_OPTION = typer.Option(
@@ -632,9 +660,7 @@ def publish_command(
         None, "--object-id", help="The object's id (default: a random UUID).", show_default=False
     ),
     media_type: str | None = typer.Option(None, "--media-type", show_default=False),
-    out: Path | None = typer.Option(
-        None, "--out", "-o", help="Write the manifest here (default: stdout).", show_default=False
-    ),
+    out: Path | None = out_option("manifest"),
     content_key_out: Path | None = typer.Option(
         None,
         "--content-key-out",
@@ -881,13 +907,9 @@ def grant_command(
         show_default=False,
     ),
     now: int | None = NOW_OPTION,
-    out: Path | None = typer.Option(
-        None, "--out", "-o", help="Write the grant here (default: stdout).", show_default=False
-    ),
+    out: Path | None = out_option("grant"),
     force: bool = FORCE_OPTION,
-    submit: str | None = typer.Option(
-        None, "--submit", help="Also POST the grant to this provider node URL.", show_default=False
-    ),
+    submit: str | None = submit_option("grant"),
     bearer_file: Path | None = BEARER_OPTION,
 ) -> None:
     """Give a reader an object's content key, wrapped to their X25519 key, in a signed grant.
@@ -987,12 +1009,7 @@ def grant_command(
     _emit(grant.canonical, out, force=force)
     _note(f"grant_cid: {grant.cid}")
     if submit is not None:
-        with Service(submit, bearer) as service:
-            try:
-                service.submit(grant)
-            except ServiceError as exc:
-                _fail(f"the grant was not submitted: {exc}")
-        _note(f"submitted the grant to {submit}")
+        _submit(grant, "grant", submit, bearer)
 
 
 # --- open -------------------------------------------------------------------------------------
@@ -1176,13 +1193,9 @@ def head_new_command(
         show_default=False,
     ),
     now: int | None = NOW_OPTION,
-    out: Path | None = typer.Option(
-        None, "--out", "-o", help="Write the head here (default: stdout).", show_default=False
-    ),
+    out: Path | None = out_option("head"),
     force: bool = FORCE_OPTION,
-    submit: str | None = typer.Option(
-        None, "--submit", help="Also POST the head to this provider node URL.", show_default=False
-    ),
+    submit: str | None = submit_option("head"),
     bearer_file: Path | None = BEARER_OPTION,
 ) -> None:
     """Sign the next head of the history (your key, --head-id), pointing at --manifest.
@@ -1224,12 +1237,7 @@ def head_new_command(
     merged = f", merging {len(parents)} fork candidates" if len(parents) > 1 else ""
     _note(f"head_cid: {head.cid} (sequence {head.document['sequence']}{merged})")
     if submit is not None:
-        with Service(submit, _bearer(submit, bearer_file)) as service:
-            try:
-                service.submit(head)
-            except ServiceError as exc:
-                _fail(f"the head was not submitted: {exc}")
-        _note(f"submitted the head to {submit}")
+        _submit(head, "head", submit, _bearer(submit, bearer_file))
 
 
 def head_resolve_command(
@@ -1380,9 +1388,7 @@ def provider_record_command(
         help="Instead: fetch and check the current provider record of this node (public).",
         show_default=False,
     ),
-    out: Path | None = typer.Option(
-        None, "--out", "-o", help="Write the record here (default: stdout).", show_default=False
-    ),
+    out: Path | None = out_option("record"),
     force: bool = FORCE_OPTION,
 ) -> None:
     """Sign a provider record listing every block of a local store, or fetch a node's (--from).
@@ -1489,9 +1495,7 @@ def receipt_command(
         None, "--receipt-id", help="Default: a random UUID.", show_default=False
     ),
     now: int | None = NOW_OPTION,
-    out: Path | None = typer.Option(
-        None, "--out", "-o", help="Write the receipt here (default: stdout).", show_default=False
-    ),
+    out: Path | None = out_option("receipt"),
     force: bool = FORCE_OPTION,
 ) -> None:
     """Sign a storage receipt for items of a local store, or ask a node for one (--request).
