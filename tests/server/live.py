@@ -7,6 +7,7 @@ sees. Registration bodies are built here from ``hearth.proofs`` alone, independe
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import socket
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 import asyncpg
 import httpx2
@@ -53,7 +54,8 @@ class Live:
 
     def client(self, bearer: str | None = None) -> httpx2.Client:
         headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
-        return httpx2.Client(base_url=self.base_url, headers=headers, timeout=30)
+        # Plain HTTP on loopback: no TLS context to build (loading CA roots costs ~50 ms).
+        return httpx2.Client(base_url=self.base_url, headers=headers, timeout=30, verify=False)
 
 
 @contextmanager
@@ -240,3 +242,48 @@ def register(live: Live, agent: Agent | None = None, **kwargs: Any) -> tuple[Age
         )
     assert response.status_code == 201, response.text
     return agent, response.json()
+
+
+def body_bytes(value: Any) -> bytes:
+    """A JSON body as the tests send it: compact, so the signed bytes are the sent bytes."""
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+@dataclass
+class Registered:
+    """A registered agent_root identity, its keys and its project's bearer, on a live service."""
+
+    live: Live
+    agent: Agent
+    reg: dict[str, Any]
+
+    @classmethod
+    def new(cls, live: Live) -> Self:
+        agent, reg = register(live)
+        return cls(live, agent, reg)
+
+    @property
+    def id(self) -> str:
+        return str(self.reg["agent"]["id"])
+
+    @property
+    def did(self) -> str:
+        return str(self.reg["agent"]["did"])
+
+    def client(self) -> httpx2.Client:
+        return self.live.client(self.reg["project"]["api_key"])
+
+    def next_sequence(self) -> int:
+        with self.client() as client:
+            return int(client.get(f"/v1/identities/{self.id}/authority").json()["next_sequence"])
+
+    def call(
+        self, method: str, path: str, body: Any = None, *, proof: bool = False
+    ) -> httpx2.Response:
+        """``method path`` with ``body`` as JSON; with ``proof``, signed by the root key."""
+        content = body_bytes(body) if body is not None else b""
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        if proof:
+            headers = self.agent.root_headers(self.did, method, path, content, self.next_sequence())
+        with self.client() as client:
+            return client.request(method, path, content=content or None, headers=headers)

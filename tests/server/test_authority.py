@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from hearth.proofs import discovery_digest, recover_digest, sign_digest
 from .live import (
     Agent,
     Live,
+    body_bytes,
     fresh_postgres_database,
     live_service,
     now_text,
@@ -32,10 +32,6 @@ EXPRESSION = {"register": "plain and warm", "walls": ["private_default"], "wake_
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     with live_service(sqlite_settings(tmp_path_factory.mktemp("authority"))) as service:
         yield service
-
-
-def body_bytes(value: dict[str, Any]) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
 
 
 def put_expression(

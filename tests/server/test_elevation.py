@@ -5,9 +5,7 @@ and on PostgreSQL when SERVICE_TEST_DATABASE_URL is set."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,12 +21,11 @@ from hearth.server.db.tables import identities
 from hearth.server.services import vault as vault_service
 
 from .live import (
-    Agent,
     Live,
+    Registered,
     database_url_or_skip,
     fresh_postgres_database,
     live_service,
-    register,
     sqlite_settings,
 )
 from .test_openapi_fuzz import conforms
@@ -44,10 +41,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield service
 
 
-def body_bytes(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
 def in_db(url: str, fn: Callable[[sa.Connection], T]) -> T:
     async def run() -> T:
         db = Database(url)
@@ -59,45 +52,15 @@ def in_db(url: str, fn: Callable[[sa.Connection], T]) -> T:
     return asyncio.run(run())
 
 
-@dataclass
-class Member:
+class Member(Registered):
     """A registered agent_root identity, its keys and its project's bearer."""
-
-    live: Live
-    agent: Agent
-    reg: dict[str, Any]
-
-    @classmethod
-    def new(cls, live: Live) -> Member:
-        agent, reg = register(live)
-        return cls(live, agent, reg)
-
-    @property
-    def id(self) -> str:
-        return str(self.reg["agent"]["id"])
-
-    @property
-    def did(self) -> str:
-        return str(self.reg["agent"]["did"])
 
     @property
     def key(self) -> Ed25519PrivateKey:
         return self.agent.signing
 
-    def client(self) -> httpx2.Client:
-        return self.live.client(self.reg["project"]["api_key"])
-
-    def next_sequence(self) -> int:
-        with self.client() as client:
-            return int(client.get(f"/v1/identities/{self.id}/authority").json()["next_sequence"])
-
     def elevate(self, body: dict[str, Any], *, proof: bool = True) -> httpx2.Response:
-        content = body_bytes(body)
-        headers = {"Content-Type": "application/json"}
-        if proof:
-            headers = self.agent.root_headers(self.did, "POST", PATH, content, self.next_sequence())
-        with self.client() as client:
-            return client.post(PATH, content=content, headers=headers)
+        return self.call("POST", PATH, body, proof=proof)
 
     def get(self, path: str, **params: Any) -> Any:
         with self.client() as client:

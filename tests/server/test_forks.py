@@ -32,6 +32,7 @@ from hearth.server.db.tables import identities, ledger, memories, wallets
 from .live import (
     Agent,
     Live,
+    body_bytes,
     live_on,
     raw_public,
     register,
@@ -62,10 +63,6 @@ def in_db(live: Live, fn: Callable[[sa.Connection], T]) -> T:
             await db.dispose()
 
     return asyncio.run(run())
-
-
-def body_bytes(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
 
 
 @dataclass

@@ -8,7 +8,6 @@ import hashlib
 import json
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,13 +38,12 @@ from hearth.server.services import chronicle as chronicle_service
 from hearth.server.services import memories as memory_service
 
 from .live import (
-    Agent,
     Live,
+    Registered,
     database_url_or_skip,
     fresh_postgres_database,
     live_service,
     raw_public,
-    register,
     sqlite_settings,
 )
 
@@ -58,57 +56,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield service
 
 
-def body_bytes(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-@dataclass
-class Owner:
+class Owner(Registered):
     """A registered agent_root identity and its project, talking to the live service."""
-
-    live: Live
-    agent: Agent
-    reg: dict[str, Any]
-
-    @classmethod
-    def new(cls, live: Live) -> Owner:
-        agent, reg = register(live)
-        return cls(live, agent, reg)
-
-    @property
-    def id(self) -> str:
-        return str(self.reg["agent"]["id"])
-
-    @property
-    def did(self) -> str:
-        return str(self.reg["agent"]["did"])
 
     @property
     def root_b64(self) -> str:
         return self.agent.public_b64
-
-    def client(self) -> httpx2.Client:
-        # Plain HTTP on loopback: no TLS context to build (loading CA roots costs ~50 ms).
-        return httpx2.Client(
-            base_url=self.live.base_url,
-            headers={"Authorization": f"Bearer {self.reg['project']['api_key']}"},
-            timeout=30,
-            verify=False,
-        )
-
-    def next_sequence(self) -> int:
-        with self.client() as client:
-            return int(client.get(f"/v1/identities/{self.id}/authority").json()["next_sequence"])
-
-    def call(
-        self, method: str, path: str, body: Any = None, *, proof: bool = False
-    ) -> httpx2.Response:
-        content = body_bytes(body) if body is not None else b""
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        if proof:
-            headers = self.agent.root_headers(self.did, method, path, content, self.next_sequence())
-        with self.client() as client:
-            return client.request(method, path, content=content or None, headers=headers)
 
     def store(self, content: str, *, proof: bool = False, **fields: Any) -> dict[str, Any]:
         response = self.call("POST", "/v1/memories", {"content": content, **fields}, proof=proof)
