@@ -162,7 +162,7 @@ async def list_blocks(
 ) -> dict[str, Any]:
     async with hearth.db.read() as conn:
         page = await adds_store.list_blocks(conn, caller.project_id, cursor=cursor, limit=limit)
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()
 
 
 # --- documents ----------------------------------------------------------------------------------
@@ -222,7 +222,7 @@ async def list_documents(
         page = await adds_store.list_documents(
             conn, caller.project_id, kind=kind, cursor=cursor, limit=limit
         )
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()
 
 
 # --- heads and inventory ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 from ..auth import CallerDep, HearthDep
 from ..models_elevation import AttestationPage, AttestationStored, SponsorStatement
 from ..services import attestations, chronicle, identities
+from ..services.cursors import Page
 from .common import errors
 
 router = APIRouter(tags=["attestations"])
@@ -79,7 +80,7 @@ async def list_attestations(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
 ) -> dict[str, Any]:
-    def run(conn: Connection) -> Any:
+    def run(conn: Connection) -> Page:
         subject = None
         if identity_id is not None:
             subject = identities.find(conn, caller.project_id, identity_id)["id"]
@@ -88,4 +89,4 @@ async def list_attestations(
         )
 
     page = await hearth.db.snapshot(run)
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()

@@ -10,6 +10,7 @@ from sqlalchemy import Connection
 from ..auth import CallerDep, HearthDep
 from ..models import ChronicleKind, ChroniclePage, StorableText
 from ..services import chronicle, identities
+from ..services.cursors import Page
 from .common import errors
 
 router = APIRouter(tags=["chronicle"])
@@ -34,7 +35,7 @@ async def read_chronicle(  # noqa: PLR0917 - FastAPI reads query parameters from
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="entries per page")] = 100,
 ) -> dict[str, Any]:
-    def run(conn: Connection) -> Any:
+    def run(conn: Connection) -> Page:
         identity_id = None
         if agent_id is not None:
             identity_id = identities.find(conn, caller.project_id, agent_id)["id"]
@@ -48,4 +49,4 @@ async def read_chronicle(  # noqa: PLR0917 - FastAPI reads query parameters from
         )
 
     page = await hearth.db.snapshot(run)
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()

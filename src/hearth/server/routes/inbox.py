@@ -56,7 +56,7 @@ async def list_messages(  # noqa: PLR0917 - FastAPI reads query parameters from 
     page = await hearth.db.snapshot(
         inbox.listing, caller.project_id, id, status=status, cursor=cursor, limit=limit
     )
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()
 
 
 # --- a self runtime's loop --------------------------------------------------------------------

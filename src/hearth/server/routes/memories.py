@@ -39,6 +39,7 @@ from ..models import (
 )
 from ..services import authority, chronicle, identities, memories
 from ..services.authority import RootGrant
+from ..services.cursors import Page
 from .common import errors
 
 router = APIRouter(tags=["memories"])
@@ -198,7 +199,7 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
     # Contents run to 64 KiB each: a page stays well under the size of a large answer.
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
 ) -> dict[str, Any]:
-    def run(conn: Connection) -> Any:
+    def run(conn: Connection) -> Page:
         identity_id = None
         if agent_id is not None:
             identity_id = identities.find(conn, caller.project_id, agent_id)["id"]
@@ -213,7 +214,7 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
         )
 
     page = await hearth.db.snapshot(run)
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()
 
 
 @router.get("/v1/memories/{id}", response_model=MemoryView, responses=errors(401, 404))

@@ -99,7 +99,7 @@ async def list_runtimes(  # noqa: PLR0917 - FastAPI reads query parameters from 
         cursor=cursor,
         limit=limit,
     )
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()
 
 
 @router.get(
@@ -194,7 +194,7 @@ async def runtime_events(
     page = await hearth.db.snapshot(
         runtimes.events, caller.project_id, id, cursor=cursor, limit=limit
     )
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()
 
 
 # --- self custody -------------------------------------------------------------------------------

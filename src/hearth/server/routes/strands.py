@@ -174,7 +174,7 @@ async def list_strands(  # noqa: PLR0917 - FastAPI reads query parameters from t
         cursor=cursor,
         limit=limit,
     )
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()
 
 
 @router.get(

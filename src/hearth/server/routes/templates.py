@@ -44,7 +44,7 @@ async def list_templates(
 ) -> dict[str, Any]:
     await templates.ensure_catalogue(hearth.db)
     page = await hearth.db.snapshot(templates.listing, caller.project_id, cursor, limit)
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return page.body()
 
 
 @router.get(

@@ -26,6 +26,7 @@ from hearth.adds.kinds import SIGNER_MEMBER
 from ..db.engine import utcnow
 from ..db.tables import adds_blocks, adds_documents, adds_provider_records
 from ..errors import ApiError
+from .cursors import Page
 from .times import iso
 
 KINDS = tuple(SIGNER_MEMBER)
@@ -90,12 +91,6 @@ def _after(statement: Select[Any], table: Any, cursor: str | None) -> Select[Any
             and_(table.c.created_at == created_at, table.c.cid > cid),
         )
     )
-
-
-@dataclass(frozen=True)
-class Page:
-    items: list[dict[str, Any]]
-    next_cursor: str | None
 
 
 def _page(rows: Sequence[Any], limit: int, view: Any) -> Page:

@@ -26,6 +26,10 @@ class Page:
     items: list[dict[str, Any]]
     next_cursor: str | None
 
+    def body(self) -> dict[str, Any]:
+        """The answer of a listing route: ``items`` and ``next_cursor``."""
+        return {"items": self.items, "next_cursor": self.next_cursor}
+
 
 def encode_cursor(created_at: datetime, row_id: str) -> str:
     return b64url_encode(f"{created_at.strftime(_TIME)}|{row_id}".encode("ascii"))
