@@ -900,39 +900,28 @@ def test_provider_record_and_receipt_for_a_local_store(
     usage = hearth("adds", "receipt", "--items", plain.chunks[1], "--commitment", "store")
     assert usage.exit_code == 2
     assert "--key" in usage.stderr
-    bad = hearth(
-        "adds",
-        "provider-record",
-        "--key",
-        provider.signing,
-        "--provider-id",
-        "p",
-        "--record-id",
-        "r",
-        "--sequence",
-        "0",
-        "--blocks",
-        plain.blocks,
-        "--endpoint",
-        "no-scheme/{cid}",
-    )
+
+    def record_with(endpoint: str) -> Result:
+        return hearth(
+            "adds",
+            "provider-record",
+            "--key",
+            provider.signing,
+            "--provider-id",
+            "p",
+            "--record-id",
+            "r",
+            "--sequence",
+            "0",
+            "--blocks",
+            plain.blocks,
+            "--endpoint",
+            endpoint,
+        )
+
+    bad = record_with("no-scheme/{cid}")
     assert bad.exit_code == 2
-    no_cid = hearth(
-        "adds",
-        "provider-record",
-        "--key",
-        provider.signing,
-        "--provider-id",
-        "p",
-        "--record-id",
-        "r",
-        "--sequence",
-        "0",
-        "--blocks",
-        plain.blocks,
-        "--endpoint",
-        "https://p.example/all",
-    )
+    no_cid = record_with("https://p.example/all")
     assert no_cid.exit_code == 1
     assert "spec.endpoint.missing_cid" in no_cid.stderr
 
