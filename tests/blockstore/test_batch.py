@@ -301,13 +301,86 @@ def test_many_threads_adding_to_one_batch(
     blocks = [hashed(n, 300 + n) for n in range(200)]
     batch = local_store.batch()
     assert isinstance(batch, LocalBatch)
-    batch._max_files = 7  # groups are flushed by whichever thread fills them
+    batch._max_files = 7  # groups are handed to the flusher by whichever thread fills them
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(batch.add, blocks))
     batch.commit()
     assert visible_blocks(local_store) == sorted(b.cid for b in blocks)
     for block in blocks:
         assert local_store.get(block.cid) == block.data
+    assert temp_files(local_store.root) == []
+
+
+def test_a_full_group_is_flushed_in_the_background_while_adds_go_on(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first group's fdatasyncs wait until the test lets them go: the adds of the next
+    # group must not wait with them, and none of the first group is visible until they end.
+    release, syncing = threading.Event(), threading.Event()
+    syncing_threads: set[str] = set()
+    real_datasync = fs_module._datasync
+
+    def held(fd: int) -> None:
+        syncing_threads.add(threading.current_thread().name)
+        syncing.set()
+        assert release.wait(10)
+        real_datasync(fd)
+
+    monkeypatch.setattr(fs_module, "_datasync", held)
+    blocks = [hashed(n) for n in range(6)]
+    batch = local_store.batch()
+    assert isinstance(batch, LocalBatch)
+    batch._max_files = 3
+    for block in blocks[:3]:
+        batch.add(block)  # the third fills the group and hands it over
+    assert syncing.wait(10)
+    batch.add(blocks[3])
+    batch.add(blocks[4])  # still flushing the first group, and these went on
+    assert visible_blocks(local_store) == []
+    release.set()
+    batch.add(blocks[5])  # fills the second group: waits for the first, hands this one over
+    batch.commit()
+    assert visible_blocks(local_store) == sorted(b.cid for b in blocks)
+    assert threading.current_thread().name not in syncing_threads
+    assert all(name.startswith("adds-flush") for name in syncing_threads)
+    assert temp_files(local_store.root) == []
+
+
+@pytest.mark.parametrize("raised_by", ["add", "commit"])
+def test_a_background_flush_that_fails_fails_the_batch(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch, raised_by: str
+) -> None:
+    real_datasync = fs_module._datasync
+    calls = 0
+
+    def second_fails(fd: int) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise OSError(errno.EIO, "Input/output error")
+        real_datasync(fd)
+
+    monkeypatch.setattr(fs_module, "_datasync", second_fails)
+    blocks = [hashed(n) for n in range(7)]
+    batch = local_store.batch()
+    assert isinstance(batch, LocalBatch)
+    batch._max_files = 3
+    for block in blocks[:4]:
+        batch.add(block)  # the first group (three) is being flushed, and fails
+    if raised_by == "add":
+        batch.add(blocks[4])
+        with pytest.raises(BlockStoreError, match="Input/output error"):
+            batch.add(blocks[5])  # fills the second group: its hand-over meets the failure
+        with pytest.raises(BlockStoreError, match="batch that is failed"):
+            batch.add(blocks[6])
+        with pytest.raises(BlockStoreError, match="batch that is failed"):
+            batch.commit()
+    else:
+        with pytest.raises(BlockStoreError, match="Input/output error"):
+            batch.commit()
+    batch.abort()
+    monkeypatch.undo()
+    assert visible_blocks(local_store) == []  # the failure came before any rename
     assert temp_files(local_store.root) == []
 
 

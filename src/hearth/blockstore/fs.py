@@ -20,7 +20,8 @@ writer (``HashedBlock``) and pays for durability once per group of blocks, not o
 each block goes to its temp file at once (write-back started), and at the end (or every
 ``BATCH_FILES`` blocks) every temp file is fdatasynced, then renamed, then each directory
 touched is fsynced once. The rule is the same: nothing is visible under a CID before its bytes
-are durable.
+are durable. A full group is flushed by the batch's own threads while the writers fill the next
+one, and its fsyncs run side by side (see ``LocalBatch``).
 
 With fsync on, block files are written and read with direct I/O where the file system allows it
 (``direct_io.py``): a durable block never passes through the page cache.
@@ -37,9 +38,10 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from hearth.adds.cid import cid_for_bytes, cid_problem
 from hearth.adds.objects import HashedBlock
@@ -73,7 +75,10 @@ DEFAULT_SWEEP_AGE = 3600.0
 # and the byte bound keeps the dirty data waiting for one flush within reason.
 BATCH_FILES = 128
 BATCH_BYTES = 256 * 1024 * 1024
+# Threads a batch flushes with: one runs the flush, the others share its fsyncs.
+FLUSH_THREADS = 4
 # Every shard name: two base32 characters (see shard_of).
+_T = TypeVar("_T")
 SHARDS = tuple(
     a + b for a in "abcdefghijklmnopqrstuvwxyz234567" for b in "abcdefghijklmnopqrstuvwxyz234567"
 )
@@ -269,8 +274,14 @@ class LocalBatch:
     ``BATCH_BYTES`` bytes, and at ``commit``, the pending blocks are fdatasynced, renamed into
     place, and each directory touched is fsynced once (with fsync off: renamed only). ``abort``
     removes the temp files of blocks not yet renamed. Thread-safe: ``add`` may run in several
-    threads at once; a flush runs in the thread whose ``add`` filled the group, on a group of
-    its own, so the others keep writing.
+    threads at once.
+
+    A full group is flushed by the batch's own flusher thread while the writers go on with the
+    next group: a flush is mostly waiting for the device (fdatasyncs, directory fsyncs), and a
+    writer that waited for it held up the whole pipeline behind it. At most one group is being
+    flushed at a time; an ``add`` that fills a group while the previous one is still being
+    flushed waits for it, which bounds the descriptors held to two groups. A flush's failure
+    is raised by the next ``add`` that hands over a group, or by ``commit``.
     """
 
     def __init__(
@@ -288,9 +299,13 @@ class LocalBatch:
         self._max_files = max_files
         self._max_bytes = max_bytes
         self._lock = threading.Lock()
+        self._handover = threading.Lock()  # held while a group is handed to the flusher
         self._pending: list[_Pending] = []
         self._pending_bytes = 0
         self._state = "open"
+        # Made on the first full group, shut down by commit and abort.
+        self._flusher: ThreadPoolExecutor | None = None
+        self._flushing: Future[None] | None = None
 
     def __enter__(self) -> LocalBatch:
         return self
@@ -331,7 +346,49 @@ class LocalBatch:
             if len(self._pending) >= self._max_files or self._pending_bytes >= self._max_bytes:
                 group, self._pending, self._pending_bytes = self._pending, [], 0
         if group:
-            self._flush(group)
+            self._hand_over(group)
+
+    def _hand_over(self, group: list[_Pending]) -> None:
+        """Give a full group to the flusher, once the one before it is done."""
+        with self._handover:
+            try:
+                self._wait_for_flush()
+            except BaseException:
+                self._discard(group)
+                raise
+            self._flushing = self._pool().submit(self._flush, group)
+
+    def _wait_for_flush(self) -> None:
+        """Wait for the group being flushed, if any; raises its failure."""
+        flushing, self._flushing = self._flushing, None
+        if flushing is None:
+            return
+        try:
+            flushing.result()
+        except BaseException:
+            self._state = "failed"  # a group was lost: nothing more may be added or committed
+            raise
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._flusher is None:
+            self._flusher = ThreadPoolExecutor(FLUSH_THREADS, thread_name_prefix="adds-flush")
+        return self._flusher
+
+    def _each(self, action: Callable[[_T], object], items: list[_T]) -> None:
+        """``action`` on every item, spread over the flusher's threads, which are free: at most
+        one flush runs at a time, on one of them. Concurrent fsyncs share the device's cache
+        flushes; one after another, each paid for its own."""
+        if len(items) < 2:
+            for item in items:
+                action(item)
+            return
+        for _ in self._pool().map(action, items):
+            pass
+
+    def _stop_flusher(self) -> None:
+        if self._flusher is not None:
+            self._flusher.shutdown(wait=True)
+            self._flusher = None
 
     def commit(self) -> None:
         """Make every block added durable and visible; the batch is then closed."""
@@ -340,10 +397,19 @@ class LocalBatch:
             group, self._pending, self._pending_bytes = self._pending, [], 0
             self._state = "committing"
         try:
+            with self._handover:
+                self._wait_for_flush()
+        except BaseException:
+            self._stop_flusher()
+            self._discard(group)
+            raise
+        try:
             self._flush(group)
         except BaseException:
             self._state = "failed"
             raise
+        finally:
+            self._stop_flusher()
         self._state = "committed"
 
     def abort(self) -> None:
@@ -352,6 +418,10 @@ class LocalBatch:
             group, self._pending, self._pending_bytes = self._pending, [], 0
             if self._state != "committed":
                 self._state = "aborted"
+        with self._handover:
+            with contextlib.suppress(Exception):
+                self._wait_for_flush()  # a failed flush has discarded its own group
+            self._stop_flusher()
         self._discard(group)
 
     def _check(self, action: str) -> None:
@@ -364,8 +434,7 @@ class LocalBatch:
         renamed = 0
         try:
             if self._files.fsync:
-                for entry in group:
-                    _datasync(entry.fd)
+                self._each(_datasync, [entry.fd for entry in group])
             for entry in group:
                 os.close(entry.fd)
                 entry.fd = -1
@@ -373,8 +442,7 @@ class LocalBatch:
                 os.replace(entry.temp, entry.path)
                 renamed += 1
             if self._files.fsync:
-                for directory in sorted({entry.path.parent for entry in group}):
-                    fsync_directory(directory)
+                self._each(fsync_directory, sorted({entry.path.parent for entry in group}))
         except BaseException as exc:
             self._discard(group[renamed:])
             if isinstance(exc, OSError):
