@@ -2,32 +2,36 @@
 
 Run ``.venv/bin/python bench/adds_throughput.py`` (or ``make bench``). ``--size`` sets the object
 size (default 1GiB; ``8MiB`` for a quick run), ``--chunk-size`` the chunk size (default 1MiB),
-``--dir`` where the temporary files go (default: the system temp directory; it needs about ten
-times ``--size`` free), ``--json`` prints a machine-readable summary instead of the report. It
-is a measurement, not a test: it exits 0 whether or not the goals are met, non-zero only when
-the run itself breaks.
+``--repeat`` how many times each measurement runs (default 3; the median counts), ``--dir``
+where the temporary files go (default: the system temp directory; it needs about
+``4 x repeat + 6`` times ``--size`` free, since every store is kept until the run ends),
+``--json`` prints a machine-readable summary instead of the report. It is a measurement, not a
+test: it exits 0 whether or not the goals are met, non-zero only when the run itself breaks.
 
 What it measures (docs/performance.md explains the figures):
 1. The limit: AES-256-GCM encryption plus SHA-256 of the ciphertext, over 1 MiB buffers already
    in memory, single-threaded (``cryptography``'s AESGCM and ``hashlib``), for as many bytes as
    the object has. This is what one core must do per byte to publish; measured at the start and
    at the end of the run, the faster of the two is the limit.
-2. ``hearth.adds.publish`` of a file of random bytes into a ``FileBlockStore`` on the local disk,
-   with fsync on (the real store) and off, with workers=1 and workers=2; and ``open_object``
-   from the fsync-on store into a file (fsynced, then renamed, as the CLI does), with workers=1
-   and workers=2. Each runs in a child process of its own; the time is taken inside the child
-   around the call alone, and the child's peak RSS comes from ``os.wait4`` (``ru_maxrss``),
-   beside that of an idle child that imports the same modules and does nothing.
-3. For context, the store's I/O alone: the same bytes written as files of the chunk size the
-   way the store writes blocks (temp file, fsync, rename, directory fsync; and without the
-   fsyncs), with no crypto or hashing.
-4. The same through the command line, ``hearth adds publish`` and ``hearth adds open`` (fsync
-   on, the default workers=2), timed from outside: start-up included.
+2. The disk's own ceiling, for context: the object's size written to one file with direct I/O
+   and fsynced, and then that file read while another is written, both direct (an open that
+   writes its plaintext to the same disk does both).
+3. ``hearth.adds.publish`` of a file of random bytes into a ``FileBlockStore`` on the local disk,
+   with fsync on (the real store) with workers=1, 2 and 4, and off with workers=2; and
+   ``open_object`` from the fsync-on store with workers=1 and 2, its verified plaintext taken
+   by the caller and dropped (the library's own pace: what a caller does with the plaintext
+   is the caller's), and with workers=2 into a file (fsynced, then renamed, as the CLI does).
+   Each runs in a child process of its own, ``--repeat`` times, in interleaved rounds; the
+   time is taken inside the child around the call alone, and the child's peak RSS comes from
+   ``os.wait4`` (``ru_maxrss``), beside that of an idle child that imports the same modules
+   and does nothing.
+4. The same through the command line, ``hearth adds publish`` and ``hearth adds open -o``
+   (fsync on, the default workers), once each, timed from outside: start-up included.
 
-Ratios (of the figures timed inside the child): publish/limit and open/limit against the goal
-0.5; peak RSS against the goal 100 MB. The input file is freshly written, so it is read from the
-page cache, not the disk; ``os.sync()`` runs before each measurement, so that none pays for
-writing back another's dirty pages.
+Ratios (of the median of the figures timed inside the child): publish/limit and open/limit
+against the goal 0.5; peak RSS (the largest of the repeats) against the goal 100 MB. The input
+file is freshly written, so it is read from the page cache, not the disk; ``os.sync()`` runs
+before each measurement, so that none pays for writing back another's dirty pages.
 """
 
 from __future__ import annotations
@@ -36,14 +40,17 @@ import argparse
 import hashlib
 import importlib.metadata
 import json
+import mmap
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +72,12 @@ def parse_size(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1 byte")
     return value
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError("a whole number, at least 1")
+    return int(text)
 
 
 # --- the child side -------------------------------------------------------------------------
@@ -135,15 +148,19 @@ def child(args: argparse.Namespace) -> int:
             now=int(time.time()),
             workers=args.workers,
         )
-        target = SequentialFile(partial)  # as the CLI writes it: direct where possible
-        try:
-            for chunk in chunks:
-                target.write(chunk)
+        if args.sink == "file":
+            target = SequentialFile(partial)  # as the CLI writes it: direct where possible
+            try:
+                for chunk in chunks:
+                    target.write(chunk)
+                    size += len(chunk)
+                target.finish()
+            finally:
+                target.close()
+            os.replace(partial, out)
+        else:
+            for chunk in chunks:  # every chunk verified and decrypted, then dropped
                 size += len(chunk)
-            target.finish()
-        finally:
-            target.close()
-        os.replace(partial, out)
         seconds = time.perf_counter() - started
         if size != os.path.getsize(args.input):
             print(f"open gave {size} bytes, not {os.path.getsize(args.input)}", file=sys.stderr)
@@ -157,16 +174,43 @@ def child(args: argparse.Namespace) -> int:
 
 @dataclass
 class Run:
-    name: str
+    """One execution of one measurement."""
+
     seconds: float
-    size: int
     peak_rss_mb: float
     cpu_seconds: float
+
+
+@dataclass
+class Result:
+    """One measurement, ``--repeat`` times: the median counts."""
+
+    name: str
+    size: int
     timed: str  # "inside" (the call alone) or "outside" (the whole process, start-up included)
+    runs: list[Run]
+
+    @property
+    def seconds(self) -> float:
+        return statistics.median(run.seconds for run in self.runs)
 
     @property
     def mb_per_s(self) -> float:
         return self.size / self.seconds / 1e6 if self.seconds > 0 else 0.0
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """The slowest and the fastest of the repeats, in MB/s."""
+        rates = [self.size / run.seconds / 1e6 if run.seconds > 0 else 0.0 for run in self.runs]
+        return min(rates), max(rates)
+
+    @property
+    def peak_rss_mb(self) -> float:
+        return max(run.peak_rss_mb for run in self.runs)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return statistics.median(run.cpu_seconds for run in self.runs)
 
 
 def run_child(command: list[str], name: str, size: int, *, timed: str = "inside") -> Run:
@@ -191,12 +235,9 @@ def run_child(command: list[str], name: str, size: int, *, timed: str = "inside"
     if measured != size:
         raise RuntimeError(f"{name} processed {measured} bytes, not {size}")
     return Run(
-        name=name,
         seconds=seconds,
-        size=size,
         peak_rss_mb=usage.ru_maxrss * 1024 / 1e6,  # kilobytes on Linux
         cpu_seconds=usage.ru_utime + usage.ru_stime,
-        timed=timed,
     )
 
 
@@ -217,36 +258,60 @@ def measure_limit(size: int) -> float:
     return time.perf_counter() - started
 
 
-def measure_io(size: int, chunk_size: int, directory: Path, *, fsync: bool) -> float:
-    """Seconds to write ``size`` bytes as files of ``chunk_size`` the way the store writes a
-    block (a temp file, written, fsynced, renamed, the directory fsynced), with no crypto and
-    no hashing: what the disk and the kernel cost alone."""
-    directory.mkdir()
-    buffer = os.urandom(chunk_size)
-    full, rest = divmod(size, chunk_size)
-    pieces = [chunk_size] * full + ([rest] if rest else [])
-    started = time.perf_counter()
-    for index, length in enumerate(pieces):
-        temp = directory / f".tmp-{index}"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+def _open_direct(path: Path, flags: int) -> int:
+    """``path`` opened with O_DIRECT where the file system takes it, else buffered."""
+    direct = getattr(os, "O_DIRECT", 0)
+    if direct:
         try:
-            view = memoryview(buffer)[:length]
-            while view:
-                view = view[os.write(fd, view) :]
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, directory / str(index))
-        if fsync:
-            dir_fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-    # Left in place until the run ends (see measure): deleting a thousand files here would
-    # slow the next measurement's file creation.
-    return time.perf_counter() - started
+            return os.open(path, flags | direct, 0o600)
+        except OSError:
+            pass
+    return os.open(path, flags, 0o600)
+
+
+def _write_file(path: Path, size: int) -> None:
+    fd = _open_direct(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    buffer = mmap.mmap(-1, MiB)  # page-aligned, as direct I/O needs
+    buffer.write(os.urandom(MiB))
+    try:
+        for _ in range(-(-size // MiB)):  # whole MiB: a direct write needs aligned lengths
+            if os.write(fd, buffer) != MiB:  # a file write is whole unless the disk is full
+                raise OSError(f"a short write to {path}")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        buffer.close()
+
+
+def _read_file(path: Path) -> None:
+    fd = _open_direct(path, os.O_RDONLY)
+    buffer = mmap.mmap(-1, MiB)
+    try:
+        while os.readv(fd, [buffer]):
+            pass
+    finally:
+        os.close(fd)
+        buffer.close()
+
+
+def measure_disk(size: int, directory: Path) -> dict[str, float]:
+    """Seconds the disk alone takes, with direct I/O in 1 MiB pieces and no crypto: to write
+    ``size`` bytes to one file and fsync it; and to read that file back while writing another
+    as large (both at once: an open into a file on the same disk does both)."""
+    directory.mkdir()
+    first, second = directory / "first", directory / "second"
+    os.sync()
+    started = time.perf_counter()
+    _write_file(first, size)
+    write = time.perf_counter() - started
+    os.sync()
+    reader = threading.Thread(target=_read_file, args=(first,))
+    started = time.perf_counter()
+    reader.start()
+    _write_file(second, size)
+    reader.join()
+    both = time.perf_counter() - started
+    return {"write": write, "read and write at once": both}
 
 
 def write_input(path: Path, size: int) -> None:
@@ -258,56 +323,63 @@ def write_input(path: Path, size: int) -> None:
             remaining -= len(piece)
 
 
+# The ceiling each measurement is held against besides the limit: the disk figure that bounds it.
+CEILINGS = {"publish fsync on": "write", "open to file": "read and write at once"}
+
+
 @dataclass
 class Report:
     size: int
     chunk_size: int
+    repeat: int
     directory: str
     limit_start: float
     limit_end: float
-    io_seconds: dict[str, float]
+    disk_seconds: dict[str, float]
     idle_rss_mb: float
-    runs: list[Run]
+    results: list[Result]
     machine: dict[str, Any]
 
     @property
     def limit_mb_per_s(self) -> float:
         return self.size / min(self.limit_start, self.limit_end) / 1e6
 
-    def ratio(self, run: Run) -> float:
-        return run.mb_per_s / self.limit_mb_per_s
+    def ratio(self, result: Result) -> float:
+        return result.mb_per_s / self.limit_mb_per_s
+
+    def disk_mb_per_s(self, name: str) -> float:
+        return self.size / self.disk_seconds[name] / 1e6
 
     def verdicts(self) -> list[str]:
         lines = []
-        for run in self.runs:
-            if run.timed != "inside":
+        for result in self.results:
+            if result.timed != "inside":
                 continue
-            ratio = self.ratio(run)
+            ratio = self.ratio(result)
             verdict = "met" if ratio >= GOAL_RATIO else "missed"
-            label = run.name.split(" ", 1)
+            label = result.name.split(" ", 1)
             lines.append(
                 f"{label[0]}/limit ({label[1]}) = {ratio:.3f} (goal {GOAL_RATIO}): goal {verdict}"
             )
-        for run in self.runs:
-            verdict = "met" if run.peak_rss_mb <= GOAL_RSS_MB else "missed"
+        for result in self.results:
+            verdict = "met" if result.peak_rss_mb <= GOAL_RSS_MB else "missed"
             lines.append(
-                f"peak RSS {run.name} = {run.peak_rss_mb:.1f} MB (goal {GOAL_RSS_MB:.0f} MB): "
-                f"goal {verdict}"
+                f"peak RSS {result.name} = {result.peak_rss_mb:.1f} MB (goal {GOAL_RSS_MB:.0f} "
+                f"MB): goal {verdict}"
             )
         return lines
 
-    def against_io(self) -> list[str]:
-        """Each publish beside the store's I/O alone with the same fsync setting: how much of
-        the disk's (or the page cache's) pace is left once the crypto is added."""
+    def against_disk(self) -> list[str]:
+        """Each measurement bounded by the disk beside that bound: how much of the disk's own
+        pace is left once the crypto and the store's files are added."""
         lines = []
-        for run in self.runs:
-            if run.name.startswith("publish fsync "):
-                setting = run.name.split()[2].rstrip(",")
-                io_rate = self.size / self.io_seconds[setting] / 1e6
-                lines.append(
-                    f"publish/store I/O alone ({run.name.split(' ', 1)[1]}) = "
-                    f"{run.mb_per_s / io_rate:.3f}"
-                )
+        for result in self.results:
+            for prefix, disk in CEILINGS.items():
+                if result.timed == "inside" and result.name.startswith(prefix + ","):
+                    lines.append(
+                        f"{result.name} / disk {disk} = "
+                        f"{result.mb_per_s / self.disk_mb_per_s(disk):.3f}"
+                    )
         return lines
 
     def text(self) -> str:
@@ -322,28 +394,34 @@ class Report:
             f"limit (one core: AES-256-GCM encrypt + SHA-256, 1 MiB buffers): "
             f"{self.limit_mb_per_s:.1f} MB/s (start {self.size / self.limit_start / 1e6:.1f}, "
             f"end {self.size / self.limit_end / 1e6:.1f})",
-            "store I/O alone (the same bytes as files written, renamed, no crypto): "
+            "disk alone (direct I/O, one file, no crypto): "
             + ", ".join(
-                f"fsync {name} {self.size / seconds / 1e6:.1f} MB/s"
-                for name, seconds in self.io_seconds.items()
+                f"{name} {self.disk_mb_per_s(name):.1f} MB/s "
+                f"({self.disk_mb_per_s(name) / self.limit_mb_per_s:.3f} of the limit)"
+                for name in self.disk_seconds
             ),
             "",
-            f"  {'run':<38}{'MB/s':>9}{'ratio':>8}{'seconds':>9}{'CPU s':>8}{'peak RSS MB':>13}",
+            f"  {'run':<34}{'MB/s':>9}{'ratio':>8}{'slowest':>9}{'fastest':>9}{'CPU s':>8}"
+            f"{'peak RSS MB':>13}",
         ]
-        for run in self.runs:
+        for result in self.results:
+            low, high = result.spread
             lines.append(
-                f"  {run.name:<38}{run.mb_per_s:>9.1f}{self.ratio(run):>8.3f}"
-                f"{run.seconds:>9.2f}{run.cpu_seconds:>8.2f}{run.peak_rss_mb:>13.1f}"
+                f"  {result.name:<34}{result.mb_per_s:>9.1f}{self.ratio(result):>8.3f}"
+                f"{low:>9.1f}{high:>9.1f}{result.cpu_seconds:>8.2f}{result.peak_rss_mb:>13.1f}"
             )
-        lines.append(f"  {'idle child (same imports)':<38}{'':>42}{self.idle_rss_mb:>13.1f}")
+        lines.append(f"  {'idle child (same imports)':<34}{'':>43}{self.idle_rss_mb:>13.1f}")
         lines += [
             "",
-            "MB/s is 10^6 bytes per second; ratio is MB/s over the limit. The cli rows are timed",
-            "from outside, start-up included; the others around the call alone. open with",
-            "workers=2 fetches, verifies and decrypts the next chunks in two threads while the",
-            "calling thread writes the current one.",
+            f"MB/s is 10^6 bytes per second, the median of {self.repeat} runs (slowest and fastest",
+            "beside it); ratio is MB/s over the limit. The cli rows are timed once from outside,",
+            "start-up included; the others around the call alone. open stream hands each",
+            "verified chunk to the caller, which drops it; open to file writes it to a file on",
+            "the same disk as the blocks, as hearth adds open -o does. With workers=n, n threads",
+            "seal (publish) or fetch, verify and decrypt (open) while the calling thread reads",
+            "the input or takes the plaintext.",
             "",
-            *self.against_io(),
+            *self.against_disk(),
             "",
             *self.verdicts(),
         ]
@@ -353,15 +431,24 @@ class Report:
         return {
             "size": self.size,
             "chunk_size": self.chunk_size,
+            "repeat": self.repeat,
             "limit_mb_per_s": self.limit_mb_per_s,
-            "io_mb_per_s": {
-                name: self.size / seconds / 1e6 for name, seconds in self.io_seconds.items()
-            },
+            "disk_mb_per_s": {name: self.disk_mb_per_s(name) for name in self.disk_seconds},
             "idle_rss_mb": self.idle_rss_mb,
             "machine": self.machine,
             "runs": [
-                {**asdict(run), "mb_per_s": run.mb_per_s, "ratio": self.ratio(run)}
-                for run in self.runs
+                {
+                    "name": result.name,
+                    "timed": result.timed,
+                    "mb_per_s": result.mb_per_s,
+                    "ratio": self.ratio(result),
+                    "slowest_mb_per_s": result.spread[0],
+                    "fastest_mb_per_s": result.spread[1],
+                    "seconds": [run.seconds for run in result.runs],
+                    "cpu_seconds": result.cpu_seconds,
+                    "peak_rss_mb": result.peak_rss_mb,
+                }
+                for result in self.results
             ],
             "verdicts": self.verdicts(),
         }
@@ -387,10 +474,7 @@ def measure(args: argparse.Namespace, work: Path) -> Report:
     write_input(source, args.size)
     os.sync()  # each measurement starts with no dirty pages of an earlier one to write back
     limit_start = measure_limit(args.size)
-    io_seconds = {}
-    for name, fsync in (("on", True), ("off", False)):
-        os.sync()
-        io_seconds[name] = measure_io(args.size, args.chunk_size, work / f"io-{name}", fsync=fsync)
+    disk_seconds = measure_disk(args.size, work / "disk")
 
     def child_args(kind: str, store: Path, **extra: Any) -> list[str]:
         command = [*me, "--child", kind, "--work", str(work), "--input", str(source)]
@@ -399,44 +483,54 @@ def measure(args: argparse.Namespace, work: Path) -> Report:
             command += [f"--{name.replace('_', '-')}", str(value)]
         return command
 
-    runs: list[Run] = []
     idle = run_child(child_args("idle", work / "none"), "idle", 0)
     # Every store stays until the whole run ends. ext4 skips recently deleted inodes when it
     # allocates one, scanning past each (perf: ext4_create -> recently_deleted): a store of a
     # thousand blocks deleted just before a publish made that publish's file creation cost
     # several times what it costs on a file system at rest, which is not the store's cost.
     kept = work / "store-kept"
-    for fsync in (1, 0):
-        for workers in (1, 2):
-            keep = fsync == 1 and workers == 1
-            store = kept if keep else work / f"store-{fsync}-{workers}"
+    publishes = [(1, 1), (1, 2), (1, 4), (0, 2)]
+    opens = [("stream", 1), ("stream", 2), ("file", 2)]
+    results: dict[str, Result] = {}
+
+    def record(name: str, run: Run) -> None:
+        results.setdefault(name, Result(name, args.size, "inside", [])).runs.append(run)
+
+    # Interleaved rounds: a drift in the machine's pace touches every measurement alike.
+    for round_ in range(args.repeat):
+        for fsync, workers in publishes:
+            keep = round_ == 0 and (fsync, workers) == (1, 1)  # the store the opens read
+            store = kept if keep else work / f"store-{fsync}-{workers}-{round_}"
             command = child_args("publish", store, fsync=fsync, workers=workers, keep=int(keep))
             name = f"publish fsync {'on' if fsync else 'off'}, workers={workers}"
-            runs.append(run_child(command, name, args.size))
-    for workers in (1, 2):
-        name = f"open fsync on, workers={workers}"
-        runs.append(run_child(child_args("open", kept, workers=workers), name, args.size))
-        (work / "opened").unlink()
+            record(name, run_child(command, name, args.size))
+        for sink, workers in opens:
+            name = f"open {'to file' if sink == 'file' else 'stream'}, workers={workers}"
+            command = child_args("open", kept, workers=workers, sink=sink)
+            record(name, run_child(command, name, args.size))
+            (work / "opened").unlink(missing_ok=True)
 
     hearth = Path(sys.executable).with_name("hearth")
+    outside: list[Result] = []
     if not args.no_cli and hearth.is_file():
-        runs += cli_runs(hearth, work, source, args)
+        outside = cli_runs(hearth, work, source, args)
     limit_end = measure_limit(args.size)
     machine["load_end"] = _load()
     return Report(
         size=args.size,
         chunk_size=args.chunk_size,
+        repeat=args.repeat,
         directory=str(work.parent),
         limit_start=limit_start,
         limit_end=limit_end,
-        io_seconds=io_seconds,
+        disk_seconds=disk_seconds,
         idle_rss_mb=idle.peak_rss_mb,
-        runs=runs,
+        results=[*results.values(), *outside],
         machine=machine,
     )
 
 
-def cli_runs(hearth: Path, work: Path, source: Path, args: argparse.Namespace) -> list[Run]:
+def cli_runs(hearth: Path, work: Path, source: Path, args: argparse.Namespace) -> list[Result]:
     keys = subprocess.run(
         [hearth, "adds", "keygen", "--out", work / "cli"], capture_output=True, check=True
     )
@@ -466,7 +560,8 @@ def cli_runs(hearth: Path, work: Path, source: Path, args: argparse.Namespace) -
         work / "cli-manifest.json",
         "--quiet",
     ]
-    runs = [run_child([str(a) for a in publish], "cli publish", args.size, timed="outside")]
+    published = run_child([str(a) for a in publish], "cli publish", args.size, timed="outside")
+    runs = [Result("cli publish", args.size, "outside", [published])]
     (grant,) = grants.iterdir()
     opening = [
         hearth,
@@ -483,7 +578,8 @@ def cli_runs(hearth: Path, work: Path, source: Path, args: argparse.Namespace) -
         work / "cli-opened",
         "--quiet",
     ]
-    runs.append(run_child([str(a) for a in opening], "cli open", args.size, timed="outside"))
+    opened = run_child([str(a) for a in opening], "cli open", args.size, timed="outside")
+    runs.append(Result("cli open", args.size, "outside", [opened]))
     if (work / "cli-opened").stat().st_size != args.size:
         raise RuntimeError("hearth adds open wrote the wrong number of bytes")
     return runs
@@ -496,11 +592,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="where temporary files go")
     parser.add_argument("--json", action="store_true", help="a JSON summary instead")
     parser.add_argument("--no-cli", action="store_true", help="skip the command-line runs")
+    parser.add_argument(
+        "--repeat", type=positive, default=3, help="runs of each measurement (default 3)"
+    )
     for hidden in ("--child", "--work", "--input", "--store"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
     parser.add_argument("--fsync", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--keep", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--sink", default="file", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child == "idle":
         from hearth.adds import publish  # noqa: F401, PLC0415 - the same imports as the others

@@ -16,16 +16,18 @@ SIZE = 8 * 1024 * 1024
 RUNS = [
     "publish fsync on, workers=1",
     "publish fsync on, workers=2",
-    "publish fsync off, workers=1",
+    "publish fsync on, workers=4",
     "publish fsync off, workers=2",
-    "open fsync on, workers=1",
-    "open fsync on, workers=2",
+    "open stream, workers=1",
+    "open stream, workers=2",
+    "open to file, workers=2",
     "cli publish",
     "cli open",
 ]
+INSIDE = RUNS[:7]
 ROW = re.compile(
-    r"^  (?P<name>\S.*?)\s+(?P<rate>\d+\.\d)\s+(?P<ratio>\d+\.\d{3})\s+(?P<seconds>\d+\.\d\d)"
-    r"\s+(?P<cpu>\d+\.\d\d)\s+(?P<rss>\d+\.\d)$",
+    r"^  (?P<name>\S.*?)\s+(?P<rate>\d+\.\d)\s+(?P<ratio>\d+\.\d{3})\s+(?P<slowest>\d+\.\d)"
+    r"\s+(?P<fastest>\d+\.\d)\s+(?P<cpu>\d+\.\d\d)\s+(?P<rss>\d+\.\d)$",
     re.MULTILINE,
 )
 
@@ -41,20 +43,29 @@ def bench(*args: str, directory: Path, size: str = "8MiB") -> subprocess.Complet
 
 
 def test_a_short_run_reports_ratios_and_peak_memory(tmp_path: Path) -> None:
-    run = bench(directory=tmp_path)
+    run = bench("--repeat", "2", directory=tmp_path)
     assert run.returncode == 0, run.stderr
     rows = {match["name"]: match for match in ROW.finditer(run.stdout)}
     assert list(rows) == RUNS, run.stdout
     for name, row in rows.items():
         assert float(row["rate"]) > 0, (name, run.stdout)
         assert float(row["rss"]) > 0, (name, run.stdout)
+        # The median of the repeats lies between the slowest and the fastest.
+        assert float(row["slowest"]) <= float(row["rate"]) <= float(row["fastest"]), name
+    assert "the median of 2 runs" in run.stdout
     assert re.search(
         r"limit \(one core: AES-256-GCM encrypt \+ SHA-256, 1 MiB buffers\): "
         r"\d+\.\d MB/s",
         run.stdout,
     )
-    assert re.search(r"fsync on \d+\.\d MB/s, fsync off \d+\.\d MB/s", run.stdout)
-    for name in RUNS[:6]:
+    assert re.search(
+        r"disk alone \(direct I/O, one file, no crypto\): write \d+\.\d MB/s \(\d\.\d{3} of "
+        r"the limit\), read and write at once \d+\.\d MB/s",
+        run.stdout,
+    )
+    for name in ["publish fsync on, workers=2", "open to file, workers=2"]:
+        assert re.search(rf"{name} / disk [a-z ]+ = \d+\.\d{{3}}", run.stdout), run.stdout
+    for name in INSIDE:
         operation, setting = name.split(" ", 1)
         pattern = (
             rf"{operation}/limit \({setting}\) = \d+\.\d{{3}} \(goal 0\.5\): goal (met|missed)"
@@ -68,14 +79,25 @@ def test_a_short_run_reports_ratios_and_peak_memory(tmp_path: Path) -> None:
 
 
 def test_json_summary(tmp_path: Path) -> None:
-    run = bench("--json", "--no-cli", "--chunk-size", "64KiB", directory=tmp_path, size="1MiB")
+    run = bench(
+        "--json",
+        "--no-cli",
+        "--repeat",
+        "1",
+        "--chunk-size",
+        "64KiB",
+        directory=tmp_path,
+        size="1MiB",
+    )
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)
     assert summary["size"] == 1024 * 1024
     assert summary["chunk_size"] == 64 * 1024
-    assert [r["name"] for r in summary["runs"]] == RUNS[:6]
+    assert summary["repeat"] == 1
+    assert [r["name"] for r in summary["runs"]] == INSIDE
     assert all(r["ratio"] > 0 and r["peak_rss_mb"] > 0 for r in summary["runs"])
-    assert set(summary["io_mb_per_s"]) == {"on", "off"}
+    assert all(len(r["seconds"]) == 1 for r in summary["runs"])
+    assert set(summary["disk_mb_per_s"]) == {"write", "read and write at once"}
 
 
 def test_a_broken_run_exits_non_zero(tmp_path: Path) -> None:

@@ -685,7 +685,12 @@ def publish_command(
         show_default=False,
     ),
     workers: int = typer.Option(
-        2, "--workers", min=1, max=64, help="Threads sealing and writing chunks."
+        4,
+        "--workers",
+        min=1,
+        max=64,
+        help="Threads sealing and writing chunks (more than the cores pays: each waits on its"
+        " writes).",
     ),
     force: bool = FORCE_OPTION,
     quiet: bool = QUIET_OPTION,
