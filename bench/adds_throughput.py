@@ -4,7 +4,7 @@ Run ``.venv/bin/python bench/adds_throughput.py`` (or ``make bench``). ``--size`
 size (default 1GiB; ``8MiB`` for a quick run), ``--chunk-size`` the chunk size (default 1MiB),
 ``--repeat`` how many times each measurement runs (default 3; the median counts), ``--dir``
 where the temporary files go (default: the system temp directory; it needs about
-``4 x repeat + 6`` times ``--size`` free, since every store is kept until the run ends),
+``5 x repeat + 6`` times ``--size`` free, since every store is kept until the run ends),
 ``--json`` prints a machine-readable summary instead of the report. It is a measurement, not a
 test: it exits 0 whether or not the goals are met, non-zero only when the run itself breaks.
 
@@ -17,7 +17,7 @@ What it measures (docs/performance.md explains the figures):
    and fsynced, and then that file read while another is written, both direct (an open that
    writes its plaintext to the same disk does both).
 3. ``hearth.adds.publish`` of a file of random bytes into a ``FileBlockStore`` on the local disk,
-   with fsync on (the real store) with workers=1, 2 and 4, and off with workers=2; and
+   with fsync on (the real store) with workers=1, 2, 4 and 8, and off with workers=2; and
    ``open_object`` from the fsync-on store with workers=1 and 2, its verified plaintext taken
    by the caller and dropped (the library's own pace: what a caller does with the plaintext
    is the caller's), and with workers=2 into a file (fsynced, then renamed, as the CLI does).
@@ -489,7 +489,7 @@ def measure(args: argparse.Namespace, work: Path) -> Report:
     # thousand blocks deleted just before a publish made that publish's file creation cost
     # several times what it costs on a file system at rest, which is not the store's cost.
     kept = work / "store-kept"
-    publishes = [(1, 1), (1, 2), (1, 4), (0, 2)]
+    publishes = [(1, 1), (1, 2), (1, 4), (1, 8), (0, 2)]
     opens = [("stream", 1), ("stream", 2), ("file", 2)]
     results: dict[str, Result] = {}
 

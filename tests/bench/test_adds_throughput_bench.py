@@ -17,6 +17,7 @@ RUNS = [
     "publish fsync on, workers=1",
     "publish fsync on, workers=2",
     "publish fsync on, workers=4",
+    "publish fsync on, workers=8",
     "publish fsync off, workers=2",
     "open stream, workers=1",
     "open stream, workers=2",
@@ -24,7 +25,7 @@ RUNS = [
     "cli publish",
     "cli open",
 ]
-INSIDE = RUNS[:7]
+INSIDE = RUNS[:8]
 ROW = re.compile(
     r"^  (?P<name>\S.*?)\s+(?P<rate>\d+\.\d)\s+(?P<ratio>\d+\.\d{3})\s+(?P<slowest>\d+\.\d)"
     r"\s+(?P<fastest>\d+\.\d)\s+(?P<cpu>\d+\.\d\d)\s+(?P<rss>\d+\.\d)$",
