@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -23,7 +24,13 @@ from hearth.adds import (
     wrap_content_key,
     x25519_key_id,
 )
-from hearth.adds.aead import _aes_gcm_decrypt, _aes_gcm_encrypt, hkdf_sha256, x25519_shared
+from hearth.adds.aead import (
+    _aes_gcm_decrypt,
+    _aes_gcm_encrypt,
+    encrypt_chunk_into,
+    hkdf_sha256,
+    x25519_shared,
+)
 
 KEY = bytes(range(32))
 NONCE = bytes(range(100, 112))
@@ -156,6 +163,21 @@ def test_decrypt_refuses_block_shorter_than_tag() -> None:
 def test_decrypt_refuses_truncated_block() -> None:
     block = encrypt_chunk(KEY, NONCE, CONTEXT, 3, b"some plaintext")
     assert _refused_decrypt(block=block[:-1]) == "crypto.decrypt_failed"
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, 65536 + 3])
+def test_a_chunk_sealed_into_a_buffer_is_the_same_block(size: int) -> None:
+    plaintext = os.urandom(size)
+    out = memoryview(bytearray(size + 16))
+    written = encrypt_chunk_into(KEY, NONCE, CONTEXT, 7, plaintext, out=out)
+    assert written == size + 16
+    assert bytes(out) == encrypt_chunk(KEY, NONCE, CONTEXT, 7, plaintext)
+
+
+def test_sealing_into_a_buffer_of_the_wrong_size_is_refused() -> None:
+    for length in (15, 17 + 1):  # a one-byte plaintext needs exactly 17
+        with pytest.raises(ValueError, match="buffer"):
+            encrypt_chunk_into(KEY, NONCE, CONTEXT, 0, b"x", out=memoryview(bytearray(length)))
 
 
 def test_aes_gcm_wrapper_refuses_other_key_sizes() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hearth.adds import issue_grant, open_object, publish
+from hearth.adds import issue_grant, objects, open_object, publish
 from hearth.adds.keys import generate_key_pair
 from hearth.adds.objects import BatchingBlockSink, HashedBlock
 from hearth.blockstore import (
@@ -382,6 +382,62 @@ def test_a_background_flush_that_fails_fails_the_batch(
     monkeypatch.undo()
     assert visible_blocks(local_store) == []  # the failure came before any rename
     assert temp_files(local_store.root) == []
+
+
+def test_publish_seals_straight_into_a_durable_store_s_write_buffer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With direct I/O the batch lends each sealing thread its aligned buffer, and no block is
+    sealed into a buffer of its own; without (fsync off) blocks come as bytes. Either way the
+    object opens."""
+    real_encrypt_chunk, real_into = objects.encrypt_chunk, objects.encrypt_chunk_into
+    calls: dict[str, int] = {"bytes": 0, "into": 0}
+
+    def counted_bytes(*args: Any, **kwargs: Any) -> bytes:
+        calls["bytes"] += 1
+        return real_encrypt_chunk(*args, **kwargs)
+
+    def counted_into(*args: Any, **kwargs: Any) -> int:
+        calls["into"] += 1
+        return real_into(*args, **kwargs)
+
+    monkeypatch.setattr(objects, "encrypt_chunk", counted_bytes)
+    monkeypatch.setattr(objects, "encrypt_chunk_into", counted_into)
+    pair = generate_key_pair()
+    data = os.urandom(6 * 4096 + 5)
+    for fsync in (True, False):
+        calls.update(bytes=0, into=0)
+        store = FileBlockStore(tmp_path / f"store-{fsync}", fsync=fsync)
+        published = publish(
+            data,
+            store,
+            key=pair.signing,
+            publisher_id="p",
+            object_id="o",
+            created_at=1,
+            chunk_size=4096,
+            workers=3,
+        )
+        if not fsync:
+            assert calls == {"bytes": 7, "into": 0}
+        elif store._files.direct.enabled:
+            assert calls == {"bytes": 0, "into": 7}
+        else:  # this file system refused O_DIRECT at the first write: bytes from then on
+            assert calls["into"] + calls["bytes"] == 7
+        grant = issue_grant(
+            manifest=published.manifest,
+            content_key=published.content_key,
+            key=pair.signing,
+            issuer_id="p",
+            grant_id="g",
+            audience="r",
+            audience_x25519_public_key=pair.box_public,
+            rights=["read"],
+            issued_at=1,
+            expires_at=10,
+        )
+        opened = open_object(published.manifest, grant, pair.box, store, now=5)
+        assert b"".join(opened) == data
 
 
 # --- publish and open through the file stores -----------------------------------------------

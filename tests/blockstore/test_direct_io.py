@@ -30,7 +30,7 @@ def takes_direct(directory: Path) -> bool:
     return True
 
 
-def write(direct: DirectIO, path: Path, data: bytes) -> None:
+def write(direct: DirectIO, path: Path, data: bytes | memoryview) -> None:
     fd = direct.create(path, data)
     try:
         os.fsync(fd)
@@ -49,6 +49,41 @@ def test_a_file_holds_exactly_its_bytes(tmp_path: Path, size: int) -> None:
     write(direct, tmp_path / "block", data)
     assert (tmp_path / "block").read_bytes() == data
     assert direct.enabled == takes_direct(tmp_path)  # still direct where it was possible
+
+
+@pytest.mark.parametrize("size", [1, ALIGN, ALIGN + 17, 1 << 20])
+def test_a_lent_buffer_is_written_as_it_is(tmp_path: Path, size: int) -> None:
+    if not takes_direct(tmp_path):
+        pytest.skip(f"{tmp_path} refuses O_DIRECT: nothing is lent there")
+    direct = DirectIO()
+    data = os.urandom(size)
+    lent = direct.lend(size)
+    assert lent is not None
+    assert len(lent) == size
+    lent[:] = data
+    write(direct, tmp_path / "block", lent)
+    assert (tmp_path / "block").read_bytes() == data
+    # The buffer is the thread's: the next block written (not lent) reuses it.
+    write(direct, tmp_path / "copy", bytes(lent))
+    assert (tmp_path / "copy").read_bytes() == data
+
+
+def test_nothing_is_lent_without_direct_io_or_beyond_the_kept_buffer(tmp_path: Path) -> None:
+    assert DirectIO(enabled=False).lend(100) is None
+    assert DirectIO().lend(KEEP + 1) is None
+
+
+def test_a_buffer_grown_while_a_view_of_it_lives_stays_usable(tmp_path: Path) -> None:
+    if not takes_direct(tmp_path):
+        pytest.skip(f"{tmp_path} refuses O_DIRECT: nothing is lent there")
+    direct = DirectIO()
+    small = direct.lend(ALIGN)
+    assert small is not None
+    small[:] = b"s" * ALIGN
+    data = os.urandom(3 * ALIGN + 5)  # needs a larger buffer while ``small`` is alive
+    write(direct, tmp_path / "block", data)
+    assert (tmp_path / "block").read_bytes() == data
+    assert bytes(small) == b"s" * ALIGN
 
 
 def test_an_existing_name_is_refused_and_left_alone(tmp_path: Path) -> None:

@@ -23,7 +23,13 @@ from typing import Any
 import pytest
 
 from hearth.adds import AddsError
-from hearth.adds.aead import _aes_gcm_decrypt, _aes_gcm_encrypt, hkdf_sha256, x25519_shared
+from hearth.adds.aead import (
+    _aes_gcm_decrypt,
+    _aes_gcm_encrypt,
+    _aes_gcm_encrypt_into,
+    hkdf_sha256,
+    x25519_shared,
+)
 
 from .conftest import available, cases_or_missing, suite
 
@@ -77,9 +83,15 @@ def test_aes_gcm(case: dict[str, Any] | None) -> None:
         with pytest.raises(AddsError) as excinfo:
             _aes_gcm_decrypt(key, iv, aad, sealed)
         assert _code(excinfo) == expected
+        with pytest.raises(AddsError) as excinfo:
+            _aes_gcm_encrypt_into(key, iv, aad, msg, memoryview(bytearray(len(msg) + 16)))
+        assert _code(excinfo) == expected
         return
     if case["result"] == "valid":
         assert _aes_gcm_encrypt(key, iv, aad, msg) == sealed
+        out = memoryview(bytearray(len(sealed)))  # publish's path: into a store's buffer
+        assert _aes_gcm_encrypt_into(key, iv, aad, msg, out) == len(sealed)
+        assert out == sealed
         assert _aes_gcm_decrypt(key, iv, aad, sealed) == msg
     else:
         assert case["result"] == "invalid"

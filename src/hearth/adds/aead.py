@@ -46,6 +46,7 @@ __all__ = [
     "content_key_id",
     "decrypt_chunk",
     "encrypt_chunk",
+    "encrypt_chunk_into",
     "hkdf_sha256",
     "key_wrap_from_json",
     "unwrap_content_key",
@@ -84,6 +85,16 @@ def _aes_gcm_encrypt(key: bytes, nonce: bytes, aad: bytes, plaintext: bytes | me
     _need_length(key, KEY_LENGTH, "crypto.key_length", "an AES-256-GCM key")
     _need_length(nonce, NONCE_LENGTH, "crypto.nonce_length", "an AES-GCM nonce")
     return AESGCM(key).encrypt(nonce, plaintext, aad)
+
+
+def _aes_gcm_encrypt_into(
+    key: bytes, nonce: bytes, aad: bytes, plaintext: bytes | memoryview, out: memoryview
+) -> int:
+    """``_aes_gcm_encrypt`` written into ``out`` (exactly len(plaintext) + 16 bytes long)
+    instead of a new buffer; returns the length written."""
+    _need_length(key, KEY_LENGTH, "crypto.key_length", "an AES-256-GCM key")
+    _need_length(nonce, NONCE_LENGTH, "crypto.nonce_length", "an AES-GCM nonce")
+    return AESGCM(key).encrypt_into(nonce, plaintext, aad, out)
 
 
 def _aes_gcm_decrypt(key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | memoryview) -> bytes:
@@ -158,6 +169,20 @@ def encrypt_chunk(
 ) -> bytes:
     """One block: AES-256-GCM(content_key, nonce, plaintext, chunk_aad) with the tag appended."""
     return _aes_gcm_encrypt(content_key, nonce, chunk_aad(aad_context, index), plaintext)
+
+
+def encrypt_chunk_into(
+    content_key: bytes,
+    nonce: bytes,
+    aad_context: bytes,
+    index: int,
+    plaintext: bytes | memoryview,
+    *,
+    out: memoryview,
+) -> int:
+    """``encrypt_chunk`` written into ``out``, which must be exactly ``len(plaintext)`` + 16
+    bytes: the same block, without a buffer of its own (a store's aligned write buffer)."""
+    return _aes_gcm_encrypt_into(content_key, nonce, chunk_aad(aad_context, index), plaintext, out)
 
 
 def decrypt_chunk(

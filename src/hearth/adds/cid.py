@@ -39,7 +39,7 @@ def cid_from_digest(digest: bytes) -> str:
     return "b" + base64.b32encode(_PREFIX + digest).decode("ascii").rstrip("=").lower()
 
 
-def cid_for_bytes(data: bytes) -> str:
+def cid_for_bytes(data: bytes | memoryview) -> str:
     """The CID of a block or document: raw codec, sha2-256 of exactly these bytes."""
     return cid_from_digest(hashlib.sha256(data).digest())
 

@@ -34,6 +34,7 @@ from .aead import (
     content_key_id,
     decrypt_chunk,
     encrypt_chunk,
+    encrypt_chunk_into,
     key_wrap_from_json,
     unwrap_content_key,
     wrap_content_key,
@@ -42,7 +43,7 @@ from .b64 import b64url_decode
 from .builders import Chunk, Encryption, Right, SignedDocument, build_grant, build_manifest
 from .canonical import CanonicalizationError, canonicalize
 from .cid import cid_for_bytes
-from .kinds import MAX_CHUNK_SIZE, MAX_CHUNKS
+from .kinds import MAX_CHUNK_SIZE, MAX_CHUNKS, TAG_LENGTH
 from .problems import AddsError, Problem
 from .validate import ValidationResult, validate
 
@@ -52,6 +53,7 @@ __all__ = [
     "BlockBatch",
     "BlockSink",
     "BlockSource",
+    "BufferingBlockBatch",
     "Document",
     "HashedBlock",
     "OpenError",
@@ -93,17 +95,17 @@ _MINT = object()
 class HashedBlock:
     """A block and its CID, computed from these very bytes by ``HashedBlock.of``.
 
-    ``of`` is the only way to make one (the constructor refuses any other caller) and neither
-    attribute can be changed afterwards, so a store may keep ``data`` under ``cid`` without
-    hashing it again: bytes that arrive with a CID from elsewhere (a request, a file name) must
-    go through a store's verifying ``put`` instead.
+    ``of`` and ``in_buffer`` are the only ways to make one (the constructor refuses any other
+    caller) and neither attribute can be changed afterwards, so a store may keep ``data`` under
+    ``cid`` without hashing it again: bytes that arrive with a CID from elsewhere (a request, a
+    file name) must go through a store's verifying ``put`` instead.
     """
 
     __slots__ = ("cid", "data")
     cid: str
-    data: bytes
+    data: bytes | memoryview
 
-    def __init__(self, cid: str, data: bytes, *, _mint: object = None) -> None:
+    def __init__(self, cid: str, data: bytes | memoryview, *, _mint: object = None) -> None:
         if _mint is not _MINT:
             raise TypeError("a HashedBlock is made by HashedBlock.of(data), which hashes the bytes")
         object.__setattr__(self, "cid", cid)
@@ -115,6 +117,16 @@ class HashedBlock:
         if type(data) is not bytes:
             raise TypeError(f"a HashedBlock holds bytes, not {type(data).__name__}")
         return cls(cid_for_bytes(data), data, _mint=_MINT)
+
+    @classmethod
+    def in_buffer(cls, buffer: memoryview) -> HashedBlock:
+        """Hash the block sealed into ``buffer``, one a batch lent this thread
+        (``BufferingBlockBatch.block_buffer``), and name it. The name stays true because
+        nothing writes to that buffer again before the batch's ``add`` of this block, in the
+        same thread, has written it out; ``publish`` holds to that."""
+        if not isinstance(buffer, memoryview):
+            raise TypeError(f"in_buffer takes a memoryview, not {type(buffer).__name__}")
+        return cls(cid_for_bytes(buffer), buffer, _mint=_MINT)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("a HashedBlock cannot be changed")
@@ -140,6 +152,21 @@ class BlockBatch(Protocol):
     def commit(self) -> None: ...
 
     def abort(self) -> None: ...
+
+
+@runtime_checkable
+class BufferingBlockBatch(BlockBatch, Protocol):
+    """A batch that lends the sealing thread a buffer to seal a block straight into, saving a
+    copy of every byte: a store writing past the page cache needs its blocks in an aligned
+    buffer anyway.
+
+    ``block_buffer(size)`` returns a writable view of exactly ``size`` bytes owned by the
+    calling thread, or None when the batch has none to lend (the block is then passed as
+    ``bytes``). The view stays the thread's until the ``add`` of the block sealed into it has
+    returned; the next ``block_buffer`` call in that thread may hand out the same memory.
+    """
+
+    def block_buffer(self, size: int) -> memoryview | None: ...
 
 
 @runtime_checkable
@@ -371,15 +398,24 @@ def publish(
     done = 0
     batch = sink.batch() if isinstance(sink, BatchingBlockSink) else None
 
+    lender = batch if isinstance(batch, BufferingBlockBatch) else None
+
     def seal(index: int, nonce: bytes, plaintext: memoryview) -> _Sealed:
-        block = encrypt_chunk(content_key, nonce, aad_context, index, plaintext)
-        hashed = HashedBlock.of(block)
-        chunk = Chunk(index, hashed.cid, nonce, len(plaintext))
-        if batch is not None:
-            # Written by the thread that sealed it: the writes overlap like the sealing does.
-            batch.add(hashed)
-            return _Sealed(chunk, b"")
-        return _Sealed(chunk, block)
+        if batch is None:
+            block = encrypt_chunk(content_key, nonce, aad_context, index, plaintext)
+            return _Sealed(Chunk(index, cid_for_bytes(block), nonce, len(plaintext)), block)
+        target = None if lender is None else lender.block_buffer(len(plaintext) + TAG_LENGTH)
+        if target is None:
+            hashed = HashedBlock.of(
+                encrypt_chunk(content_key, nonce, aad_context, index, plaintext)
+            )
+        else:  # sealed straight into the store's write buffer: one copy of every byte fewer
+            encrypt_chunk_into(content_key, nonce, aad_context, index, plaintext, out=target)
+            hashed = HashedBlock.in_buffer(target)
+        # Written by the thread that sealed it, before that thread seals another: the writes
+        # overlap like the sealing does, and a lent buffer is written out before its reuse.
+        batch.add(hashed)
+        return _Sealed(Chunk(index, hashed.cid, nonce, len(plaintext)), b"")
 
     def store(sealed: _Sealed) -> None:
         nonlocal done

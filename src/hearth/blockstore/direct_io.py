@@ -18,6 +18,7 @@ fdatasync that makes the file's size and the device's cache durable.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -41,6 +42,7 @@ class _Buffers(threading.local):
     """One aligned buffer per thread, kept for the next block unless it is larger than KEEP."""
 
     buffer: mmap.mmap | None = None
+    lent: memoryview | None = None  # the view ``DirectIO.lend`` last gave this thread
 
     def take(self, size: int) -> memoryview:
         length = max(padded(size), ALIGN)
@@ -48,7 +50,9 @@ class _Buffers(threading.local):
             return memoryview(mmap.mmap(-1, length))  # freed with the last view of it
         if self.buffer is None or len(self.buffer) < length:
             if self.buffer is not None:
-                self.buffer.close()
+                # A view of it may still be alive (a lent one): then it goes with that view.
+                with contextlib.suppress(BufferError):
+                    self.buffer.close()
             self.buffer = mmap.mmap(-1, length)  # anonymous maps are page-aligned
         return memoryview(self.buffer)[:length]
 
@@ -59,6 +63,17 @@ class DirectIO:
     def __init__(self, *, enabled: bool = True) -> None:
         self.enabled = enabled and _O_DIRECT != 0
         self._buffers = _Buffers()
+
+    def lend(self, size: int) -> memoryview | None:
+        """A view of exactly ``size`` bytes of this thread's aligned buffer, to put a block
+        straight into; ``create`` given that very view writes it without copying it. None
+        when direct I/O is off here or the block is larger than the buffer kept (KEEP). The
+        next ``lend``, ``create`` or ``read`` in this thread may reuse the memory."""
+        if not self.enabled or padded(size) > KEEP:
+            return None
+        view = self._buffers.take(size)[:size]
+        self._buffers.lent = view
+        return view
 
     def create(self, path: os.PathLike[str] | str, data: bytes | memoryview) -> int:
         """Create ``path`` (which must not exist) holding ``data``; returns its open descriptor
@@ -86,8 +101,11 @@ class DirectIO:
             return None
         try:
             size = len(data)
+            lent = data is self._buffers.lent  # already in place: the copy is what lending saves
+            self._buffers.lent = None
             view = self._buffers.take(size)
-            view[:size] = data
+            if not lent:
+                view[:size] = data
             view[size:] = bytes(len(view) - size)  # padding, cut off again below
             try:
                 write_all(fd, view)

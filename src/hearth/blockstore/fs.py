@@ -178,7 +178,7 @@ class LocalFiles:
             )
         return data
 
-    def holds(self, path: Path, data: bytes) -> bool:
+    def holds(self, path: Path, data: bytes | memoryview) -> bool:
         """Whether ``path`` already holds exactly ``data`` (a damaged copy does not count)."""
         try:
             if path.stat().st_size != len(data):
@@ -315,6 +315,11 @@ class LocalBatch:
             self.commit()
         else:
             self.abort()
+
+    def block_buffer(self, size: int) -> memoryview | None:
+        """This thread's aligned write buffer, for ``publish`` to seal a block straight into
+        (``hearth.adds.BufferingBlockBatch``); None where blocks are not written directly."""
+        return self._files.direct.lend(size)
 
     def add(self, block: HashedBlock) -> None:
         """Write ``block`` to a temp file; visible once its group is flushed or committed."""
