@@ -58,6 +58,39 @@ def visible_blocks(store: LocalStore) -> list[str]:
     return sorted(store.cids())
 
 
+def publish_and_open(store: LocalStore, data: bytes, *, chunk_size: int, workers: int) -> list[str]:
+    """Publish ``data`` into ``store``, grant it, open it from there and check every byte; the
+    CIDs of its blocks."""
+    pair = generate_key_pair()
+    published = publish(
+        data,
+        store,
+        key=pair.signing,
+        publisher_id="p",
+        object_id="o",
+        created_at=1_800_000_000,
+        chunk_size=chunk_size,
+        workers=workers,
+    )
+    grant = issue_grant(
+        manifest=published.manifest,
+        content_key=published.content_key,
+        key=pair.signing,
+        issuer_id="p",
+        grant_id="g",
+        audience="r",
+        audience_x25519_public_key=pair.box_public,
+        rights=["read"],
+        issued_at=1_800_000_000,
+        expires_at=1_800_086_400,
+    )
+    opened = open_object(
+        published.manifest, grant, pair.box, store, now=1_800_000_001, workers=workers
+    )
+    assert b"".join(opened) == data
+    return sorted({c["cid"] for c in published.manifest.document["chunks"]})
+
+
 # --- the trusted path takes only what was hashed --------------------------------------------
 
 
@@ -403,41 +436,17 @@ def test_publish_seals_straight_into_a_durable_store_s_write_buffer(
 
     monkeypatch.setattr(objects, "encrypt_chunk", counted_bytes)
     monkeypatch.setattr(objects, "encrypt_chunk_into", counted_into)
-    pair = generate_key_pair()
     data = os.urandom(6 * 4096 + 5)
     for fsync in (True, False):
         calls.update(bytes=0, into=0)
         store = FileBlockStore(tmp_path / f"store-{fsync}", fsync=fsync)
-        published = publish(
-            data,
-            store,
-            key=pair.signing,
-            publisher_id="p",
-            object_id="o",
-            created_at=1,
-            chunk_size=4096,
-            workers=3,
-        )
+        publish_and_open(store, data, chunk_size=4096, workers=3)
         if not fsync:
             assert calls == {"bytes": 7, "into": 0}
         elif store._files.direct.enabled:
             assert calls == {"bytes": 0, "into": 7}
         else:  # this file system refused O_DIRECT at the first write: bytes from then on
             assert calls["into"] + calls["bytes"] == 7
-        grant = issue_grant(
-            manifest=published.manifest,
-            content_key=published.content_key,
-            key=pair.signing,
-            issuer_id="p",
-            grant_id="g",
-            audience="r",
-            audience_x25519_public_key=pair.box_public,
-            rights=["read"],
-            issued_at=1,
-            expires_at=10,
-        )
-        opened = open_object(published.manifest, grant, pair.box, store, now=5)
-        assert b"".join(opened) == data
 
 
 # --- publish and open through the file stores -----------------------------------------------
@@ -445,37 +454,10 @@ def test_publish_seals_straight_into_a_durable_store_s_write_buffer(
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_publish_into_a_local_store_and_open_from_it(local_store: LocalStore, workers: int) -> None:
-    pair = generate_key_pair()
     data = os.urandom(5 * 65536 + 17)
-    published = publish(
-        data,
-        local_store,
-        key=pair.signing,
-        publisher_id="p",
-        object_id="o",
-        created_at=1_800_000_000,
-        chunk_size=65536,
-        workers=workers,
-    )
-    cids = sorted({c["cid"] for c in published.manifest.document["chunks"]})
+    cids = publish_and_open(local_store, data, chunk_size=65536, workers=workers)
     assert visible_blocks(local_store) == cids
     assert temp_files(local_store.root) == []
-    grant = issue_grant(
-        manifest=published.manifest,
-        content_key=published.content_key,
-        key=pair.signing,
-        issuer_id="p",
-        grant_id="g",
-        audience="r",
-        audience_x25519_public_key=pair.box_public,
-        rights=["read"],
-        issued_at=1_800_000_000,
-        expires_at=1_800_086_400,
-    )
-    opened = open_object(
-        published.manifest, grant, pair.box, local_store, now=1_800_000_001, workers=workers
-    )
-    assert b"".join(opened) == data
 
 
 def test_a_publish_that_fails_leaves_no_block_and_no_temp_file(
