@@ -13,7 +13,7 @@ import secrets
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -247,6 +247,24 @@ def register(live: Live, agent: Agent | None = None, **kwargs: Any) -> tuple[Age
 def body_bytes(value: Any) -> bytes:
     """A JSON body as the tests send it: compact, so the signed bytes are the sent bytes."""
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+def every_page(fetch: Callable[[dict[str, Any]], Any], **params: Any) -> list[list[Any]]:
+    """The items of each page of a listing, following ``next_cursor`` until it is null;
+    ``fetch(params)`` returns one page's JSON body."""
+    pages: list[list[Any]] = []
+    cursor: str | None = None
+    while True:
+        page = fetch({**params, "cursor": cursor} if cursor else dict(params))
+        pages.append(page["items"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return pages
+
+
+def paged(fetch: Callable[[dict[str, Any]], Any], field: str = "id", /, **params: Any) -> list[Any]:
+    """``field`` of every item of a listing, page after page (``every_page``)."""
+    return [item[field] for items in every_page(fetch, **params) for item in items]
 
 
 @dataclass

@@ -38,6 +38,7 @@ from hearth.server.services.provider_key import (
 from .live import (
     Live,
     database_url_or_skip,
+    every_page,
     fresh_postgres_database,
     live_service,
     register,
@@ -152,21 +153,12 @@ def test_block_listing_pages_without_gaps_or_repeats(live: Live) -> None:
             data = f"block {n}".encode()
             assert put(client, data).status_code == 201
             stored.append(cid_for_bytes(data))
-        seen: list[str] = []
-        cursor: str | None = None
-        pages = 0
-        while True:
-            params: dict[str, Any] = {"limit": 3}
-            if cursor:
-                params["cursor"] = cursor
-            page = client.get("/v1/adds/blocks", params=params).json()
-            seen += [item["cid"] for item in page["items"]]
-            pages += 1
-            cursor = page["next_cursor"]
-            if cursor is None:
-                break
+        pages = every_page(
+            lambda params: client.get("/v1/adds/blocks", params=params).json(), limit=3
+        )
+        seen = [item["cid"] for items in pages for item in items]
         assert seen == stored  # oldest first
-        assert pages == 3
+        assert len(pages) == 3
         refused = client.get("/v1/adds/blocks", params={"cursor": "not-a-cursor"})
         assert refused.status_code == 400
         assert refused.json()["error"] == "invalid_cursor"

@@ -13,7 +13,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hearth.proofs import b64_decode, elevate_digest, verify_digest
 
-from .live import Live, database_url_or_skip, fresh_postgres_database, live_service, sqlite_settings
+from .live import (
+    Live,
+    database_url_or_skip,
+    fresh_postgres_database,
+    live_service,
+    paged,
+    sqlite_settings,
+)
 from .test_elevation import Member, sponsored, statement
 from .test_openapi_fuzz import conforms
 
@@ -74,17 +81,7 @@ def test_listing_pages_newest_first(live: Live) -> None:
     subject = Member.new(live)
     sponsors = [Member.new(live) for _ in range(5)]
     made = [post(subject, sponsored(subject, s)).json()["id"] for s in sponsors]
-    seen: list[str] = []
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"limit": 2, "identity_id": subject.id}
-        if cursor:
-            params["cursor"] = cursor
-        page = subject.get(PATH, **params)
-        seen += [a["id"] for a in page["items"]]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            break
+    seen = paged(lambda params: subject.get(PATH, **params), limit=2, identity_id=subject.id)
     assert seen == list(reversed(made))
     assert [a["id"] for a in subject.get(PATH)["items"]] == seen
     with subject.client() as client:

@@ -43,6 +43,7 @@ from .live import (
     database_url_or_skip,
     fresh_postgres_database,
     live_service,
+    paged,
     raw_public,
     sqlite_settings,
 )
@@ -234,18 +235,13 @@ def test_bad_store_bodies_are_422(live: Live, body: dict[str, Any]) -> None:
 def test_listing_pages_without_gaps_or_repeats(live: Live) -> None:
     owner = Owner.new(live)
     stored = [owner.store(f"memory {i}", agent_id=owner.id, key="paged")["id"] for i in range(7)]
-    seen: list[str] = []
-    cursor = None
     with owner.client() as client:
-        while True:
-            params: dict[str, Any] = {"key": "paged", "limit": 3}
-            if cursor:
-                params["cursor"] = cursor
-            page = client.get("/v1/memories", params=params).json()
-            seen += [m["id"] for m in page["items"]]
-            cursor = page["next_cursor"]
-            if cursor is None:
-                break
+        seen = paged(
+            lambda params: client.get("/v1/memories", params=params).json(),
+            "id",
+            key="paged",
+            limit=3,
+        )
         bad = client.get("/v1/memories", params={"cursor": "bm90IGEgY3Vyc29y"})
     assert seen == stored[::-1]
     assert bad.status_code == 400
@@ -611,17 +607,7 @@ def test_chronicle_filters_and_pages(live: Live) -> None:
     with owner.client() as client:
         assert client.get("/v1/chronicle", params={"kind": "feast"}).status_code == 422
         assert client.get("/v1/chronicle", params={"cursor": "%%%"}).status_code == 400
-        seen: list[str] = []
-        cursor = None
-        while True:
-            params: dict[str, Any] = {"limit": 2}
-            if cursor:
-                params["cursor"] = cursor
-            page = client.get("/v1/chronicle", params=params).json()
-            seen += [e["id"] for e in page["items"]]
-            cursor = page["next_cursor"]
-            if cursor is None:
-                break
+        seen = paged(lambda params: client.get("/v1/chronicle", params=params).json(), limit=2)
     everything = owner.chronicle()
     assert seen == [e["id"] for e in everything]
     assert len(seen) == len(set(seen))

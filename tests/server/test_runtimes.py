@@ -32,6 +32,7 @@ from .live import (
     Live,
     live_on,
     live_service,
+    paged,
     raw_public,
     register,
     sqlite_settings,
@@ -444,17 +445,7 @@ def test_filters_and_pages(live: Live) -> None:
         assert ids(identity_id=f"did:svc:{agent_id}") == list(reversed(bridged))
         assert ids(mode="trusted") == []
 
-        seen: list[str] = []
-        cursor = None
-        while True:
-            params: dict[str, Any] = {"limit": 2}
-            if cursor:
-                params["cursor"] = cursor
-            page = client.get("/v1/runtimes", params=params).json()
-            seen += [r["id"] for r in page["items"]]
-            cursor = page["next_cursor"]
-            if cursor is None:
-                break
+        seen = paged(lambda params: client.get("/v1/runtimes", params=params).json(), limit=2)
         assert seen == ids()
 
         assert client.get("/v1/runtimes", params={"status": "asleep"}).status_code == 422
@@ -685,18 +676,13 @@ def test_event_log_pages_oldest_first(live: Live) -> None:
         rid = create(client, bridged_body())["id"]
         for _ in range(4):
             assert client.post(f"/v1/runtimes/{rid}/control-token").status_code == 200
-        seen: list[int] = []
-        cursor = None
-        while True:
-            params: dict[str, Any] = {"limit": 2}
-            if cursor:
-                params["cursor"] = cursor
+
+        def events(params: dict[str, Any]) -> Any:
             page = client.get(f"/v1/runtimes/{rid}/events", params=params)
             assert page.status_code == 200, page.text
-            seen += [e["id"] for e in page.json()["items"]]
-            cursor = page.json()["next_cursor"]
-            if cursor is None:
-                break
+            return page.json()
+
+        seen = paged(events, limit=2)
         assert len(seen) == 5
         assert seen == sorted(seen)
         for bad in ("abc", "-1", "1" * 30):

@@ -21,6 +21,7 @@ from hearth.server.db.tables import identities, template_purchases, templates
 from hearth.server.services import templates as template_service
 
 from .live import Live, raw_public, register
+from .live import paged as paged_ids
 from .test_forks import GRANT, in_db, live_on
 from .test_openapi_fuzz import conforms
 
@@ -150,17 +151,7 @@ def test_the_built_in_catalogue_is_listed_paged_and_seeded_once(live: Live) -> N
     assert detail.json()["id"] == HEARTHKEEPER
     assert detail.json()["expression"]["wake_text"].startswith("Read the wake first.")
     # Pages of one: every template once, newest first.
-    paged: list[str] = []
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"limit": 1}
-        if cursor:
-            params["cursor"] = cursor
-        page = project.get("/v1/templates", **params).json()
-        paged += [t["id"] for t in page["items"]]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            break
+    paged = paged_ids(lambda params: project.get("/v1/templates", **params).json(), limit=1)
     assert paged == [t["id"] for t in listed.json()["items"]]
     assert len(set(paged)) == len(paged)
     assert paged[-4:] == [FERRYMAN, LAMPLIGHTER, CARTOGRAPHER, HEARTHKEEPER]

@@ -33,6 +33,7 @@ from .live import (
     database_url_or_skip,
     fresh_postgres_database,
     live_service,
+    paged,
     register,
     sqlite_settings,
 )
@@ -143,17 +144,7 @@ def test_listing_pages_by_name(live: Live) -> None:
     with live.client(bearer) as client:
         for name in reversed(names):
             assert client.put(f"/v1/vault/{name}", json={"value": "v"}).status_code == 201
-        seen: list[str] = []
-        cursor: str | None = None
-        while True:
-            params: dict[str, Any] = {"limit": 3}
-            if cursor:
-                params["cursor"] = cursor
-            page = client.get("/v1/vault", params=params).json()
-            seen += [item["name"] for item in page["items"]]
-            cursor = page["next_cursor"]
-            if cursor is None:
-                break
+        seen = paged(lambda params: client.get("/v1/vault", params=params).json(), "name", limit=3)
         bad = client.get("/v1/vault", params={"cursor": "!!"})
     assert seen == names
     assert bad.status_code == 400

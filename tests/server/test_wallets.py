@@ -22,6 +22,7 @@ from hearth.server.services import wallets as wallet_service
 from .live import (
     Live,
     database_url_or_skip,
+    every_page,
     fresh_postgres_database,
     live_service,
     register,
@@ -74,18 +75,12 @@ def balances(client: httpx2.Client) -> dict[str, int]:
 
 
 def whole_ledger(client: httpx2.Client, wallet_id: str, limit: int = 100) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        params: dict[str, Any] = {"limit": limit}
-        if cursor:
-            params["cursor"] = cursor
+    def ledger(params: dict[str, Any]) -> Any:
         page = client.get(f"/v1/wallets/{wallet_id}/ledger", params=params)
         assert page.status_code == 200, page.text
-        entries += page.json()["items"]
-        cursor = page.json()["next_cursor"]
-        if cursor is None:
-            return entries
+        return page.json()
+
+    return [entry for items in every_page(ledger, limit=limit) for entry in items]
 
 
 # --- reading ------------------------------------------------------------------------------------
