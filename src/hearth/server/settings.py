@@ -30,8 +30,10 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     auto_migrate: bool = True
 
-    # The public address the service is reached at (links in bodies, package manifests). Unset:
-    # taken from each request, which is right on loopback and behind a proxy that sets Host.
+    # The public address the service is reached at (links in bodies, package manifests, the
+    # provider record). Never taken from a request (a client writes Host). Required by
+    # `hearth serve` when it binds beyond loopback; on loopback it defaults to the bound address
+    # (docs/operations.md, "Behind a TLS proxy").
     public_base_url: str | None = None
 
     pow_difficulty_bits: int = Field(default=18, ge=0, le=64)
@@ -44,7 +46,15 @@ class Settings(BaseSettings):
     creation_grant_minor: int = Field(default=500, ge=0)
 
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    # Request heads: all header lines together, and how many there may be (431 beyond either),
+    # and how long a connection may take to deliver a whole head before it is closed.
+    max_header_bytes: int = Field(default=32_768, ge=1024, le=1_048_576)
+    max_header_count: int = Field(default=100, ge=8, le=10_000)
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
     trust_proxy: bool = False  # read the client address from X-Forwarded-For
+    # The proxies whose X-Forwarded-For entries are believed (addresses or CIDR networks): the
+    # client is the rightmost entry that is not one of them, never the client's own claim.
+    trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1/32", "::1/128"])
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     behind_tls_proxy: bool = False
@@ -64,6 +74,10 @@ class Settings(BaseSettings):
     # A block is at most one chunk of 16 MiB (the largest chunk_size) plus its 16-byte tag.
     max_block_bytes: int = Field(default=16 * 1024 * 1024 + 16, ge=16)
     receipt_retention_days: int = Field(default=365, ge=1, le=36_500)
+    # Temporary files a crashed upload left in the block store are removed at start and then
+    # every interval, once older than the age (a live upload's temp file is never touched).
+    blocks_sweep_interval_seconds: float = Field(default=600.0, gt=0)
+    blocks_sweep_age_seconds: float = Field(default=3600.0, ge=0)
 
     # The voice stream (GET /v1/wake/voice): seconds between `welcome` events (spec: about 15),
     # and how many changes may wait for a slow client before its stream is ended.
@@ -87,6 +101,10 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=2, ge=0, le=10)
     llm_max_tokens: int = Field(default=1024, ge=1, le=65_536)
+
+    # Redis is optional: a Redis that hangs, refuses or is absent adds at most this much to a
+    # request (each call's whole deadline), and then a breaker skips it for a while.
+    redis_timeout_ms: int = Field(default=50, ge=1, le=10_000)
 
     log_format: Literal["json", "console"] = "json"
     log_level: str = "info"
