@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hearth.adds import b64url_encode, build_head, cid_for_bytes, validate
 from hearth.adds.keys import generate_key_pair, private_key_pem
 from hearth.adds.objects import issue_grant, open_object, publish
-from hearth.blockstore import HttpBlockStore
+from hearth.blockstore import FileBlockStore, HttpBlockStore
 from hearth.server.db import Database, metadata
 from hearth.server.db.migrate import current, downgrade, head, upgrade
 from hearth.server.services.provider_key import (
@@ -569,15 +569,20 @@ def build_routes(service: Live) -> None:
 
 def key_stable_and_shared(settings_for: Any) -> str:
     """Two apps on one fresh database sign with one key, which survives restarts."""
+    # The apps share one block directory: made here, so that only the key is raced for below.
+    FileBlockStore(settings_for().blocks_dir, create=True).close()
     with live_service(settings_for()) as a, live_service(settings_for()) as b:
         clients = []
         for service in (a, b):
             build_routes(service)
-            client = new_project(service)
-            assert put(client, f"block for {service.base_url}".encode()).status_code == 201
-            clients.append(client)
-        # Neither has a key yet: both ask at once, and one generated key wins for both.
+            clients.append(new_project(service))
+        # Neither has a key yet: both store a block at once, and so both sign a provider record
+        # (making the key) at once; one generated key wins for both.
         with ThreadPoolExecutor(2) as pool:
+            stored = list(
+                pool.map(lambda c, s: put(c, f"block for {s}".encode()).status_code, clients, "ab")
+            )
+            assert stored == [201, 201]
             responses = list(pool.map(lambda c: c.get("/v1/adds/provider-record"), clients))
         for client in clients:
             client.close()

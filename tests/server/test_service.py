@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ipaddress
 import os
 import sqlite3
 import threading
@@ -419,11 +420,17 @@ def redis_url_or_skip() -> str:
     return url
 
 
+def fresh_address() -> str:
+    """A random address of the IPv6 documentation prefix (2001:db8::/32): as the proxy appends
+    it, so that it is the client address (client_address.py)."""
+    return str(ipaddress.IPv6Address((0x20010DB8 << 96) | (uuid.uuid4().int >> 32)))
+
+
 def test_limiter_on_real_redis(tmp_path: Path) -> None:
     url = redis_url_or_skip()
     settings = sqlite_settings(tmp_path, redis_url=url, self_service_limit=2, trust_proxy=True)
     # Windows live in Redis for an hour: a fresh client address per run keeps runs apart.
-    address = {"X-Forwarded-For": f"test-{uuid.uuid4()}"}
+    address = {"X-Forwarded-For": fresh_address()}
     with live_service(settings) as service, service.client() as client:
         plans = client.get("/public/plans").json()["no_exploit_loophole"]["limiter"]
         statuses = [
@@ -435,7 +442,7 @@ def test_limiter_on_real_redis(tmp_path: Path) -> None:
         elsewhere = client.post(
             "/v1/register/agent",
             json=Agent.new().registration(),
-            headers={"X-Forwarded-For": f"test-{uuid.uuid4()}"},
+            headers={"X-Forwarded-For": fresh_address()},
         )
     assert plans["backend"] == "redis"
     assert plans["available"] is True

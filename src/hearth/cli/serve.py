@@ -9,8 +9,6 @@ from pathlib import Path
 
 import typer
 
-GRACEFUL_SHUTDOWN_S = 5  # how long a stopping server waits for open responses (voice streams)
-
 
 def _loopback(host: str) -> bool:
     if host == "localhost":
@@ -28,7 +26,10 @@ def serve(  # noqa: PLR0917 - typer reads options from the signature
     certfile: Path | None = typer.Option(None, help="TLS certificate (PEM)."),
     keyfile: Path | None = typer.Option(None, help="TLS private key (PEM)."),
     behind_proxy: bool = typer.Option(
-        False, "--behind-proxy", help="TLS ends at a proxy in front; trust its X-Forwarded-*."
+        False,
+        "--behind-proxy",
+        help="TLS ends at a proxy in front; the client address is the one it appends to "
+        "X-Forwarded-For (SERVICE_TRUSTED_PROXIES).",
     ),
 ) -> None:
     """Serve the API. Plain HTTP only on loopback, unless --behind-proxy says TLS ends earlier."""
@@ -51,6 +52,21 @@ def serve(  # noqa: PLR0917 - typer reads options from the signature
             err=True,
         )
         raise typer.Exit(2)
+    if settings.public_base_url is None:
+        if behind_proxy or not _loopback(host):
+            typer.echo(
+                "error: SERVICE_PUBLIC_BASE_URL is required beyond loopback and behind a proxy: "
+                "links and the provider record name the service's public address, which is "
+                "never taken from a request. Set it to the address clients use, such as "
+                "https://hearth.example.org.",
+                err=True,
+            )
+            raise typer.Exit(2)
+        from hearth.server.public_address import bound_base_url  # noqa: PLC0415
+
+        # Loopback development: the bound address. Set before uvicorn starts, so that every
+        # worker reads it with the rest of its settings.
+        os.environ["SERVICE_PUBLIC_BASE_URL"] = bound_base_url(host, port, tls=certfile is not None)
     if settings.is_sqlite:
         path = settings.database_url.split("///", 1)[-1]
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -76,18 +92,20 @@ def serve(  # noqa: PLR0917 - typer reads options from the signature
 
     import uvicorn  # noqa: PLC0415
 
-    uvicorn.run(
-        "hearth.server.app:app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        ssl_certfile=str(certfile) if certfile else None,
-        ssl_keyfile=str(keyfile) if keyfile else None,
-        proxy_headers=behind_proxy,
-        access_log=False,
-        log_level=settings.log_level,
-        # Voice streams never end by themselves: without a bound, one open stream would keep
-        # a stopping server waiting for ever.
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-    )
+    from hearth.server.metrics_dir import metrics_directory  # noqa: PLC0415
+    from hearth.server.serving import uvicorn_options  # noqa: PLC0415
+
+    # Several workers sum their metrics through files in a directory of this run, set
+    # before they start and removed when it ends (server/scrape.py).
+    with metrics_directory(workers):
+        uvicorn.run(
+            "hearth.server.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            ssl_certfile=str(certfile) if certfile else None,
+            ssl_keyfile=str(keyfile) if keyfile else None,
+            # Head limits, log format, shutdown bound: shared with the tests' live service.
+            **uvicorn_options(settings, own_process=True),
+        )

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from .client_address import parse_network
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///var/hearth.sqlite3"
 
@@ -46,15 +50,19 @@ class Settings(BaseSettings):
     creation_grant_minor: int = Field(default=500, ge=0)
 
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
-    # Request heads: all header lines together, and how many there may be (431 beyond either),
-    # and how long a connection may take to deliver a whole head before it is closed.
+    # Request heads (server/request_heads.py): the request line and all header lines together,
+    # and how many header fields there may be (431 beyond either), and how long a head may take
+    # from its first byte (a new connection: from its start) before 408 and a close.
     max_header_bytes: int = Field(default=32_768, ge=1024, le=1_048_576)
     max_header_count: int = Field(default=100, ge=8, le=10_000)
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
     trust_proxy: bool = False  # read the client address from X-Forwarded-For
     # The proxies whose X-Forwarded-For entries are believed (addresses or CIDR networks): the
     # client is the rightmost entry that is not one of them, never the client's own claim.
-    trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1/32", "::1/128"])
+    # SERVICE_TRUSTED_PROXIES: a comma-separated list or a JSON array; a bad entry stops loading.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["127.0.0.1/32", "::1/128"]
+    )
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     behind_tls_proxy: bool = False
@@ -68,12 +76,15 @@ class Settings(BaseSettings):
     # PKCS#8 PEM Ed25519. Unset: one key is generated on first use and kept in the database
     # (wrapped under kms_master_key when that is set), so that every worker signs with it.
     provider_key_file: Path | None = None
-    # The provider's principal id in its records and receipts. Unset: the host of
-    # public_base_url (or, without one, of the request).
+    # The provider's principal id in its records and receipts. Unset: the host (and port) of
+    # public_base_url.
     provider_id: str | None = Field(default=None, min_length=1, max_length=200)
     # A block is at most one chunk of 16 MiB (the largest chunk_size) plus its 16-byte tag.
     max_block_bytes: int = Field(default=16 * 1024 * 1024 + 16, ge=16)
     receipt_retention_days: int = Field(default=365, ge=1, le=36_500)
+    # A stored block is in the provider record at once when no record was signed in this many
+    # seconds, else at the end of them: a burst of uploads is one new record, not one per block.
+    provider_record_delay_seconds: float = Field(default=5.0, ge=0, le=3600)
     # Temporary files a crashed upload left in the block store are removed at start and then
     # every interval, once older than the age (a live upload's temp file is never touched).
     blocks_sweep_interval_seconds: float = Field(default=600.0, gt=0)
@@ -105,6 +116,9 @@ class Settings(BaseSettings):
     # Redis is optional: a Redis that hangs, refuses or is absent adds at most this much to a
     # request (each call's whole deadline), and then a breaker skips it for a while.
     redis_timeout_ms: int = Field(default=50, ge=1, le=10_000)
+    # After a failed call, how long Redis is skipped (the limiter fails open, changes reach this
+    # process only) before one call probes it again.
+    redis_breaker_seconds: float = Field(default=5.0, ge=0, le=3600)
 
     log_format: Literal["json", "console"] = "json"
     log_level: str = "info"
@@ -117,7 +131,40 @@ class Settings(BaseSettings):
     @field_validator("public_base_url")
     @classmethod
     def _strip(cls, value: str | None) -> str | None:
-        return value.rstrip("/") if value else value
+        if not value:
+            return None
+        # Links, the provider record's endpoint and its id are built on it: an address only.
+        parts = urlsplit(value)
+        if (
+            parts.scheme not in {"http", "https"}
+            or not parts.hostname
+            or parts.username is not None
+            or parts.query
+            or parts.fragment
+        ):
+            raise ValueError(
+                "public_base_url must be an http(s) URL of host, port and path only, "
+                "such as https://hearth.example.org"
+            )
+        return value.rstrip("/")
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxy_list(cls, value: object) -> object:
+        if isinstance(value, str):  # from the environment
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"trusted_proxies is not a JSON array: {exc}") from None
+            return [entry.strip() for entry in text.split(",") if entry.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: list[str]) -> list[str]:
+        return [parse_network(entry).with_prefixlen for entry in value]
 
     @model_validator(mode="after")
     def _lease_outlives_heartbeat(self) -> Settings:

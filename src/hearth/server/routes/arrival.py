@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from hearth.proofs import AUTHORITY_HEADERS
 
 from ..auth import HearthDep
+from ..client_address import client_address
 from ..errors import ApiError
 from ..models import (
     DiscoveryRequest,
@@ -26,20 +27,12 @@ from .common import errors
 router = APIRouter(tags=["arrival"])
 
 
-def client_ip(request: Request, trust_proxy: bool) -> str:
-    if trust_proxy:
-        forwarded = request.headers.get("x-forwarded-for", "")
-        first = forwarded.split(",")[0].strip()
-        if first:
-            return first
-    return request.client.host if request.client else "unknown"
-
-
 @router.post(
     "/v1/register",
     status_code=410,
     responses={410: {"model": ErrorBody, "description": "Retired on 2026-05-15."}},
     summary="Retired: always 410 Gone",
+    deprecated=True,
 )
 async def register_retired() -> JSONResponse:
     raise ApiError(
@@ -62,7 +55,7 @@ async def register_retired() -> JSONResponse:
 async def register_agent(
     body: RegisterAgentRequest, request: Request, hearth: HearthDep
 ) -> dict[str, Any]:
-    return await arrival.register(hearth, body, client_ip(request, hearth.settings.trust_proxy))
+    return await arrival.register(hearth, body, client_address(request, hearth.settings))
 
 
 @router.post(

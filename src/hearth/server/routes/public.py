@@ -9,13 +9,15 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from hearth import __version__
 
+from .. import scrape
 from ..auth import HearthDep
 from ..context import Hearth
 from ..errors import not_found
+from ..public_address import public_base_url
 from .common import errors
 
 router = APIRouter(tags=["public"])
@@ -34,10 +36,8 @@ PROMISES = {"welcome": 5, "remember": 7, "guide": 11, "trust": 13, "rest": 17}
 
 
 def base_url(request: Request, hearth: Hearth) -> str:
-    """The configured public address, or (on loopback and behind proxies) the request's own."""
-    if hearth.settings.public_base_url:
-        return hearth.settings.public_base_url
-    return str(request.base_url).rstrip("/")
+    """The configured public address; never the request's Host (public_address.py)."""
+    return public_base_url(hearth.settings, request.scope)
 
 
 @router.get("/public/porch", summary="The porch: the same orientation for everyone")
@@ -300,4 +300,6 @@ async def package_file(filename: str, hearth: HearthDep) -> FileResponse:
     response_class=Response,
 )
 async def metrics(hearth: HearthDep) -> Response:
-    return Response(generate_latest(hearth.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    # With several workers this reads every worker's files (scrape.py): off the event loop.
+    text = await asyncio.to_thread(scrape.latest, hearth.metrics.registry)
+    return Response(text, media_type=CONTENT_TYPE_LATEST)

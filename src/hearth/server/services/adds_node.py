@@ -1,4 +1,5 @@
-"""The provider node's long-lived parts, one per app: the block store and the provider key.
+"""The provider node's long-lived parts, one per app: the block store, the provider key and
+the provider record's keeper (started and stopped with the app, services/provider_record.py).
 
 Both are opened on first use, not when the app is built: building an app touches no file, and a
 service that never stores a block never makes a block directory.
@@ -10,17 +11,19 @@ import asyncio
 
 import anyio
 
-from hearth.blockstore import FileBlockStore
+from hearth.blockstore import MARKER_NAME, FileBlockStore
 
 from ..db.engine import Database
 from ..settings import Settings
 from .provider_key import ProviderKeyring
+from .provider_record import ProviderRecords
 
 
 class AddsNode:
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.keyring = ProviderKeyring(settings, db)
+        self.records = ProviderRecords(settings, db, self.keyring)
         self._blocks: FileBlockStore | None = None
         self._lock = asyncio.Lock()
 
@@ -35,6 +38,17 @@ class AddsNode:
                     lambda: FileBlockStore(root, create=True, fsync=True)
                 )
         return self._blocks
+
+    async def sweep(self, older_than: float) -> int | None:
+        """Remove the temp files crashed uploads left that are at least ``older_than`` seconds
+        old (``FileBlockStore.sweep``); how many. None while there is no block store: a sweep
+        never makes one (no ``ADDS-BLOCKSTORE`` marker at ``blocks_dir``, no store)."""
+        if self._blocks is None:
+            marker = self.settings.blocks_dir / MARKER_NAME
+            if not await anyio.to_thread.run_sync(marker.is_file):
+                return None
+        store = await self.blocks()
+        return await anyio.to_thread.run_sync(store.sweep, older_than)
 
     def close(self) -> None:
         if self._blocks is not None:

@@ -7,35 +7,27 @@ Decisions (docs/service.md, "Provider node"):
   documents are signed public metadata, so access to content is governed by grants (the content
   key is wrapped to the grant's audience), not by who may download the bytes.
 - Documents signed by anyone may be submitted: the service is a store. Their signer is recorded.
-- The provider record lists the most recent blocks held, is re-signed only when what it says
-  changes (or when it nears expiry), and each new one supersedes the last.
+- The provider record lists the most recent blocks held; services/provider_record.py signs it
+  at start and after block writes, never on a read, and each new one supersedes the last.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 import structlog
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Row, select
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hearth.adds import (
     Commitment,
-    Endpoint,
     InventoryItem,
     Role,
     SignedDocument,
     b64url_decode,
-    build_provider_record,
     build_receipt,
     canonicalize,
     cid_for_bytes,
@@ -46,20 +38,16 @@ from hearth.adds.heads import resolve_heads
 from hearth.blockstore import BlockNotFound
 
 from ..context import Hearth
-from ..db.engine import utcnow
 from ..db.ids import new_id
-from ..db.tables import adds_provider_records
+from ..edge_text import find_unstorable
 from ..errors import ApiError, not_found
 from . import adds_store
 from .adds_store import StoredDocument
 from .provider_key import ProviderKeyUnavailable, public_key_b64url
+from .provider_record import ProviderRecord, provider_id
 
 log = structlog.get_logger("hearth.server")
 
-RECORD_ID = "hearth-blocks"
-INVENTORY_LIMIT = 256  # blocks listed in the provider record: a bounded, recent summary
-RECORD_TTL_S = 7 * 86_400
-RECORD_REFRESH_S = 86_400  # re-signed, unchanged, when less than this is left before expiry
 MAX_HEADS = 1_000  # head documents of one (issuer, head_id) read to resolve it
 _VALIDATE_IN_THREAD = 64 * 1024  # larger documents are validated off the event loop
 
@@ -116,6 +104,9 @@ async def put_block(
     await anyio.to_thread.run_sync(store.put, cid, block)
     async with hearth.db.write() as conn:
         created = await adds_store.record_block(conn, project_id, cid, len(block))
+    hearth.metrics.block_bytes_stored.inc(len(block))
+    if created:  # the inventory may have changed: the record follows (at once or shortly)
+        await hearth.adds.records.block_stored()
     return created, len(block)
 
 
@@ -133,12 +124,14 @@ async def get_block(hearth: Hearth, cid: str) -> bytes:
     await block_size(hearth, cid)
     store = await hearth.adds.blocks()
     try:
-        return await anyio.to_thread.run_sync(store.get, cid)
+        data = await anyio.to_thread.run_sync(store.get, cid)
     except BlockNotFound:
         # Recorded but not on disk: the block directory was lost or moved. Not the caller's
         # fault, and nothing they can do; reported as absent, and loudly in the log.
         log.error("block_missing_from_store", cid=cid)
         raise not_found("Block") from None
+    hearth.metrics.block_bytes_served.inc(len(data))
+    return data
 
 
 # --- documents ----------------------------------------------------------------------------------
@@ -157,6 +150,11 @@ def parse_document(raw: bytes) -> StoredDocument:
         )
     assert result.kind is not None
     assert isinstance(result.document, dict)
+    # A valid document may still hold a NUL in free text (a grant's audience, a head's head_id)
+    # that its columns could not keep: the edge's rule, applied where this raw body is parsed.
+    unstorable = find_unstorable(result.document)
+    if unstorable is not None:
+        raise unstorable.refusal()
     canonical = canonicalize(result.document, simple=result.simple)
     return StoredDocument(cid_for_bytes(canonical), result.kind, canonical, result.document)
 
@@ -206,110 +204,29 @@ async def resolve_head(hearth: Hearth, head_id: str, issuer_key: str) -> dict[st
 # --- the provider record ------------------------------------------------------------------------
 
 
-def provider_id(hearth: Hearth, base_url: str) -> str:
-    """The configured id, else the host (and port) of the public address."""
-    if hearth.settings.provider_id:
-        return hearth.settings.provider_id
-    parts = urlsplit(base_url)
-    host = parts.hostname or "localhost"
-    return f"{host}:{parts.port}" if parts.port else host
-
-
-def block_endpoint(base_url: str) -> Endpoint:
-    transport = "https" if base_url.startswith("https:") else "http"
-    return Endpoint(transport=transport, uri_template=f"{base_url}/v1/adds/blocks/{{cid}}")
-
-
 async def signing_key(hearth: Hearth) -> tuple[Ed25519PrivateKey, str]:
     try:
         key = await hearth.adds.keyring.key()
     except ProviderKeyUnavailable as exc:
-        log.error("provider_key_unavailable", reason=str(exc))
-        raise ApiError(
-            503,
-            "provider_key_unavailable",
-            "The service's provider key cannot be used; the operator has been told.",
-        ) from None
+        raise _key_unavailable(exc) from None
     return key, public_key_b64url(key)
 
 
-@dataclass(frozen=True)
-class ProviderRecord:
-    cid: str
-    canonical: bytes
-    sequence: int
-
-
-async def current_record(hearth: Hearth, base_url: str) -> ProviderRecord | None:
-    """The service's current signed provider record; None while it holds no block.
-
-    Signed anew only when what the record says (provider, endpoints, inventory) changed or it
-    nears expiry; then with the next sequence, superseding the last. The sequence is claimed by
-    the primary key: of two workers re-signing at once, one inserts and both answer its record.
-    """
-    key, public_key = await signing_key(hearth)
-    async with hearth.db.read() as conn:
-        inventory = await adds_store.recent_blocks(conn, INVENTORY_LIMIT)
-        latest = await _latest_record(conn, public_key)
-    if not inventory:
-        return None
-    identity = provider_id(hearth, base_url)
-    endpoint = block_endpoint(base_url)
-    state = hashlib.sha256(
-        json.dumps(
-            [identity, endpoint.as_json(), inventory], separators=(",", ":"), sort_keys=True
-        ).encode()
-    ).hexdigest()
-    now = int(time.time())
-    if (
-        latest is not None
-        and latest.state_digest == state
-        and now < latest.expires_at - (RECORD_REFRESH_S)
-    ):
-        return ProviderRecord(latest.cid, bytes(latest.canonical), int(latest.sequence))
-    sequence = int(latest.sequence) + 1 if latest is not None else 1
-    record = build_provider_record(
-        key=key,
-        provider_id=identity,
-        record_id=RECORD_ID,
-        sequence=sequence,
-        issued_at=now,
-        expires_at=now + RECORD_TTL_S,
-        inventory=[InventoryItem(cid, size, Role.BLOCK) for cid, size in inventory],
-        endpoints=[endpoint],
-        supersedes=latest.cid if latest is not None else None,
+def _key_unavailable(exc: ProviderKeyUnavailable) -> ApiError:
+    log.error("provider_key_unavailable", reason=str(exc))
+    return ApiError(
+        503,
+        "provider_key_unavailable",
+        "The service's provider key cannot be used; the operator has been told.",
     )
-    async with hearth.db.write() as conn:
-        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-        result = await conn.execute(
-            insert(adds_provider_records)
-            .values(
-                provider_key=public_key,
-                sequence=sequence,
-                cid=record.cid,
-                canonical=record.canonical,
-                state_digest=state,
-                expires_at=now + RECORD_TTL_S,
-                created_at=utcnow(),
-            )
-            .on_conflict_do_nothing(index_elements=["provider_key", "sequence"])
-        )
-        if result.rowcount != 1:
-            winner = await _latest_record(conn, public_key)
-            assert winner is not None
-            return ProviderRecord(winner.cid, bytes(winner.canonical), int(winner.sequence))
-    return ProviderRecord(record.cid, record.canonical, sequence)
 
 
-async def _latest_record(conn: AsyncConnection, public_key: str) -> Row[Any] | None:
-    return (
-        await conn.execute(
-            select(adds_provider_records)
-            .where(adds_provider_records.c.provider_key == public_key)
-            .order_by(adds_provider_records.c.sequence.desc())
-            .limit(1)
-        )
-    ).first()
+async def published_record(hearth: Hearth) -> ProviderRecord | None:
+    """The latest signed provider record, or None; reads only (services/provider_record.py)."""
+    try:
+        return await hearth.adds.records.published()
+    except ProviderKeyUnavailable as exc:
+        raise _key_unavailable(exc) from None
 
 
 # --- receipts -----------------------------------------------------------------------------------
@@ -340,12 +257,12 @@ async def issue_receipt(
             hint="PUT the blocks to /v1/adds/blocks/{cid} and POST the documents to "
             "/v1/adds/documents first.",
         )
-    record = await current_record(hearth, base_url)
+    record = await published_record(hearth)
     key, _ = await signing_key(hearth)
     now = int(time.time())
     receipt = build_receipt(
         key=key,
-        provider_id=provider_id(hearth, base_url),
+        provider_id=provider_id(hearth.settings, base_url),
         receipt_id=new_id(),
         issued_at=now,
         retention_until=now + hearth.settings.receipt_retention_days * 86_400,

@@ -94,18 +94,32 @@ class ProviderKeyring:
             # The path is configuration, not a secret; the key's bytes never reach a message.
             raise ProviderKeyUnavailable(f"SERVICE_PROVIDER_KEY_FILE {path}: {exc}") from None
 
-    async def _from_database(self) -> Ed25519PrivateKey:
+    async def existing(self) -> Ed25519PrivateKey | None:
+        """The key when there is one already, None otherwise; never makes one. For readers
+        (the provider record's GET), which must write nothing."""
+        if self._key is not None:
+            return self._key
+        if self.settings.provider_key_file is not None:
+            return await self.key()
+        async with self._lock:
+            if self._key is None:
+                self._key = await self._stored()
+        return self._key
+
+    async def _stored(self) -> Ed25519PrivateKey | None:
         async with self.db.read() as conn:
             row = (
                 await conn.execute(select(provider_keys).where(provider_keys.c.id == KEY_ID))
             ).first()
-        if row is None:
+        return None if row is None else self._open(row.private_key, row.wrapping, row.public_key)
+
+    async def _from_database(self) -> Ed25519PrivateKey:
+        key = await self._stored()
+        if key is None:
             await self._generate()
-            async with self.db.read() as conn:
-                row = (
-                    await conn.execute(select(provider_keys).where(provider_keys.c.id == KEY_ID))
-                ).one()
-        return self._open(row.private_key, row.wrapping, row.public_key)
+            key = await self._stored()
+            assert key is not None  # ours, or the one another process inserted first
+        return key
 
     async def _generate(self) -> None:
         key = Ed25519PrivateKey.generate()
