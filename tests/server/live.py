@@ -37,6 +37,7 @@ from hearth.proofs import (
     solve_pow,
 )
 from hearth.server.app import create_app
+from hearth.server.serving import uvicorn_options
 from hearth.server.settings import Settings
 
 
@@ -60,10 +61,18 @@ class Live:
 
 @contextmanager
 def live_service(settings: Settings) -> Iterator[Live]:
-    app = create_app(settings)
     port = free_port()
+    if settings.public_base_url is None:
+        # As `hearth serve` does on loopback: the public address is the bound one.
+        settings = settings.model_copy(update={"public_base_url": f"http://127.0.0.1:{port}"})
+    app = create_app(settings)
+    # Served as `hearth serve` serves it (head limits, log format), on a port of its own.
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False
+        app,
+        host="127.0.0.1",
+        port=port,
+        lifespan="on",
+        **uvicorn_options(settings, own_process=False),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -91,6 +100,8 @@ def sqlite_settings(tmp_path: Any, **overrides: Any) -> Settings:
         # Tests register many agents from one address; the limiter's own tests set it low.
         "self_service_limit": 100_000,
         "registrar_limit": 100_000,
+        # Each stored block is in the provider record at once (production groups a burst).
+        "provider_record_delay_seconds": 0,
     }
     values.update(overrides)
     return Settings(**values)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 
+from .access import REQUEST_ID_HEADER, log_request, request_id_of
 from .changes import MUTATING, ChangeFeed
-from .observability import Metrics
+from .observability import Metrics, count_refusals
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -55,10 +55,15 @@ class ServiceMiddleware:
         self.tutor = tutor
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = str(uuid.uuid4())
+        send = count_refusals(send, self.metrics.refusals)  # whoever answers a 4xx, counted
+        request_id = request_id_of(scope["headers"])
+        send = _with_request_id(send, request_id)  # on every answer, 413 and 500 included
         scope.setdefault("state", {})["request_id"] = request_id
         started = time.perf_counter()
         path: str = scope["path"]
@@ -167,7 +172,9 @@ class ServiceMiddleware:
             if not response_started[0]:
                 await self._too_large(send, response_started, status_box, limit)
         except Exception:
-            log.exception("unhandled_error", request_id=request_id, path=path)
+            # The route template, not the path: a path may hold ids (the access log's rule).
+            route = getattr(scope.get("route"), "path", None)
+            log.exception("unhandled_error", request_id=request_id, route=route)
             if not response_started[0]:
                 status_box[0] = 500
                 await _send_json(
@@ -203,14 +210,46 @@ class ServiceMiddleware:
         elapsed = time.perf_counter() - started
         self.metrics.requests.labels(scope["method"], template, str(status)).inc()
         self.metrics.latency.labels(template).observe(elapsed)
-        log.debug(
-            "request",
-            request_id=request_id,
-            method=scope["method"],
-            route=template,
-            status=status,
-            ms=round(elapsed * 1000, 2),
-        )
+        log_request(request_id, scope["method"], getattr(route, "path", None), status, started)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket session: its request id on the handshake's answer, and its access line
+        when it ends (101 once accepted, else the status it was refused with)."""
+        request_id = request_id_of(scope["headers"])
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = time.perf_counter()
+        status: list[int | None] = [None]  # until the handshake is answered
+        tag = (REQUEST_ID_HEADER, request_id.encode())
+
+        async def tagged_send(message: Message) -> None:
+            if message["type"] in ("websocket.accept", "websocket.http.response.start"):
+                status[0] = message.get("status", 101)
+                message = {**message, "headers": [*message.get("headers", []), tag]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tagged_send)
+        except Exception:
+            if status[0] is None:
+                status[0] = 500  # raised before answering: uvicorn answers 500
+            raise
+        finally:
+            # Closed before it was accepted: uvicorn answers 403.
+            answered = status[0] if status[0] is not None else 403
+            log_request(
+                request_id, "GET", getattr(scope.get("route"), "path", None), answered, started
+            )
+
+
+def _with_request_id(send: Send, request_id: str) -> Send:
+    tag = (REQUEST_ID_HEADER, request_id.encode())
+
+    async def tagged(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), tag]}
+        await send(message)
+
+    return tagged
 
 
 def _header_raw(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
