@@ -16,6 +16,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hearth.proofs import AUTHORITY_HEADERS
 
+from .allowed import allowed_methods
+
 DOCS = "/v1/pathways"
 
 
@@ -54,6 +56,26 @@ class ApiError(Exception):
 
     def response(self) -> JSONResponse:
         return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+
+
+class ProblemsError(ApiError):
+    """A refusal whose ``details`` is a list of problems, each ``loc``, ``message`` and
+    ``type`` and never the input value: the shape of ``validation_error``."""
+
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        message: str,
+        problems: list[dict[str, Any]],
+        *,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(status, error, message, hint=hint)
+        self.problems = problems
+
+    def body(self) -> dict[str, Any]:
+        return {**super().body(), "details": self.problems}
 
 
 def unauthorized(message: str = "A valid project bearer is required.") -> ApiError:
@@ -106,6 +128,33 @@ def authority_required(next_sequence: int, missing: list[str], did: str) -> ApiE
     )
 
 
+def invalid_json(problem: str, message: str) -> ApiError:
+    """400 ``invalid_json``, in the shape FastAPI's own JSON syntax errors get here."""
+    return ProblemsError(
+        400,
+        "invalid_json",
+        "The request body is not valid JSON.",
+        [{"loc": ["body"], "message": message, "type": problem}],
+    )
+
+
+def _unparsable_body(exc: StarletteHTTPException) -> ApiError | None:
+    """FastAPI answers a body its JSON parser raised on (anything but a syntax error) with a
+    bare 400 "There was an error parsing the body", raised from the parser's exception. Bytes
+    that are not UTF-8, nesting that exhausts the recursion, and an integer with more digits than
+    Python converts are all bodies that are not JSON this service reads: 400 ``invalid_json``."""
+    cause = exc.__cause__
+    if exc.status_code != 400 or cause is None:
+        return None
+    if isinstance(cause, UnicodeDecodeError):
+        return invalid_json("json_not_utf8", f"The body is not UTF-8 (byte {cause.start}).")
+    if isinstance(cause, RecursionError):
+        return invalid_json("json_too_deep", "The body nests too deeply to parse.")
+    if isinstance(cause, ValueError):  # int() refusing a literal of thousands of digits
+        return invalid_json("json_number_too_long", "The body holds a number too long to parse.")
+    return None
+
+
 _GUIDED_404 = {
     "hint": "Start at GET /v1/pathways: it lists every door of this service.",
     "next_actions": [
@@ -124,6 +173,9 @@ def install(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        unparsable = _unparsable_body(exc)
+        if unparsable is not None:
+            return unparsable.response()
         if exc.status_code == 404:
             return JSONResponse(
                 {
@@ -141,7 +193,8 @@ def install(app: FastAPI) -> None:
                     "message": f"{request.method} is not allowed on {request.url.path}.",
                 },
                 status_code=405,
-                headers=dict(exc.headers or {}),
+                # Every method of the path, not only those of the route that matched first.
+                headers={"Allow": ", ".join(allowed_methods(request.app.routes, request.scope))},
             )
         detail = exc.detail if isinstance(exc.detail, str) else "Request refused."
         return JSONResponse(

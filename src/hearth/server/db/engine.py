@@ -51,7 +51,9 @@ class Database:
     def __init__(self, url: str, *, echo: bool = False, pool_size: int = 10) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        kwargs: dict[str, Any] = {"echo": echo}
+        # Bound values stay out of the text of database errors, which reach the logs: they may
+        # be secrets (key hashes, tokens, vault ciphertext) or whatever a client sent.
+        kwargs: dict[str, Any] = {"echo": echo, "hide_parameters": True}
         if self.is_sqlite:
             if ":memory:" in url or url.rstrip("/").endswith("sqlite+aiosqlite:"):
                 raise ValueError("use a SQLite file; an in-memory database is lost per connection")
@@ -71,6 +73,7 @@ class Database:
             self._sync_engine = create_engine(
                 sync_url,
                 echo=echo,
+                hide_parameters=True,
                 connect_args={"timeout": 30, "check_same_thread": False},
                 pool_size=READERS + 1,
                 max_overflow=0,
