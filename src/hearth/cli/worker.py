@@ -22,6 +22,7 @@ def worker() -> None:
     from hearth.server.events import EventBus  # noqa: PLC0415
     from hearth.server.observability import configure_logging  # noqa: PLC0415
     from hearth.server.orchestrator import Worker  # noqa: PLC0415
+    from hearth.server.services import wake_stamps  # noqa: PLC0415
     from hearth.server.settings import Settings  # noqa: PLC0415
 
     settings = Settings()
@@ -29,7 +30,15 @@ def worker() -> None:
 
     async def main() -> None:
         db = Database(settings.database_url)
-        events = EventBus(settings.redis_url, queue_size=settings.voice_queue_size)
+        # The worker's changes (thoughts, runtime moves) bump their project's stamp too, so that
+        # no server process answers a wake cached before them, with or without Redis.
+        events = EventBus(
+            settings.redis_url,
+            queue_size=settings.voice_queue_size,
+            timeout_s=settings.redis_timeout_ms / 1000,
+            breaker_s=settings.redis_breaker_seconds,
+            stamp=wake_stamps.stamper(db),
+        )
         await events.start()
         running = Worker(settings, db, events)
         loop = asyncio.get_running_loop()

@@ -6,10 +6,15 @@ Without Redis the bus is in-process: one server process sees all changes. With
 channel; each process keeps one subscriber connection and delivers what other processes publish
 (its own messages, recognised by an origin id, are not delivered twice).
 
-Redis is never allowed to fail a mutation or a stream: a failed publish is logged (once per
-outage) and counted, and the subscriber reconnects with backoff while local streams go on. What
-other processes publish during an outage is lost to this process's streams; pub/sub keeps no
-history, and the voice stream makes no delivery guarantee beyond "while connected".
+Before any of that, ``publish`` bumps the project's change stamp in the database (the ``stamp``
+hook, services/wake_stamps.py): that, not Redis, is what keeps every process's wake cache exact.
+
+Redis is never allowed to fail or slow a mutation or a stream: the Redis publish runs after the
+response, in one sender task per process, each call under one deadline
+(``SERVICE_REDIS_TIMEOUT_MS``); a failure is logged (once per outage) and counted, a breaker
+then skips Redis for a while, and the subscriber reconnects with backoff while local streams go
+on. What other processes publish during an outage is lost to this process's streams; pub/sub
+keeps no history, and the voice stream makes no delivery guarantee beyond "while connected".
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,6 +41,7 @@ _log = structlog.get_logger("hearth.events")
 _STORE_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
 
 CHANNEL = "hearth:changes"
+_FLUSH_ON_CLOSE_S = 1.0  # what aclose waits for changes still queued for Redis
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class Change:
 
 
 Listener = Callable[[Change], None]
+Stamp = Callable[[str], Awaitable[None]]  # bumps a project's change stamp; never raises
 
 
 class Subscription:
@@ -132,8 +139,10 @@ class EventBus:
         registry: CollectorRegistry | None = None,
         channel: str = CHANNEL,
         queue_size: int = 256,
-        timeout_s: float = 0.5,
+        timeout_s: float = 0.05,
         breaker_s: float = 5.0,
+        stamp: Stamp | None = None,
+        outbox_size: int = 10_000,
     ) -> None:
         self.origin = uuid.uuid4().hex  # tells this process's own messages apart
         self.channel = channel
@@ -144,6 +153,11 @@ class EventBus:
         self._breaker_s = breaker_s
         self._open_until = 0.0
         self._publish_healthy = True
+        self._stamp = stamp
+        # Changes waiting for the sender task; bounded, so that a Redis slower than the service's
+        # mutations drops changes (counted) instead of growing the process.
+        self._outbox: asyncio.Queue[str] = asyncio.Queue(outbox_size)
+        self._sender: asyncio.Task[None] | None = None
         self._listen_task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
         self._closing = False
@@ -158,13 +172,20 @@ class EventBus:
             "Changes that could not be published to Redis (delivered in this process only).",
             registry=registry,
         )
+        # `skipped`: the breaker was open and no call was made; `dropped`: the outbox was full.
+        self.redis_publishes = Counter(
+            "hearth_voice_redis_publishes",
+            "Publishes of changes to Redis, by outcome (done, failed, skipped, dropped).",
+            ("outcome",),
+            registry=registry,
+        )
         url = redis_url.strip() if redis_url else ""
         self.backend = "redis" if url else "memory"
         self._pub: redis_asyncio.Redis | None = None
         self._sub: redis_asyncio.Redis | None = None
         if url:
-            # A publish runs after a mutation's response, on its connection: one attempt with
-            # short timeouts, like the limiter, never redis-py's retries of several seconds.
+            # One attempt under the deadline, like the limiter, never redis-py's retries of
+            # several seconds: the sender must not fall behind the mutations for long.
             self._pub = redis_asyncio.Redis.from_url(
                 url,
                 socket_timeout=timeout_s,
@@ -197,6 +218,14 @@ class EventBus:
         for subscription in list(self._subscriptions):
             subscription.close()
         self._subscriptions.clear()
+        # What is already queued gets a brief chance; a stopping process does not wait longer.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_FLUSH_ON_CLOSE_S):
+                await self.flush()
+        if self._sender is not None:
+            self._sender.cancel()
+            await asyncio.gather(self._sender, return_exceptions=True)
+            self._sender = None
         if self._listen_task is not None:
             self._listen_task.cancel()
             await asyncio.gather(self._listen_task, return_exceptions=True)
@@ -205,6 +234,16 @@ class EventBus:
             if client is not None:
                 with contextlib.suppress(*_STORE_ERRORS):
                     await client.aclose()
+
+    async def redis_up(self) -> bool:
+        """Whether Redis answers a PING within the bus's deadline (False without Redis)."""
+        if self._pub is None:
+            return False
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                return bool(await self._pub.ping())
+        except _STORE_ERRORS:
+            return False
 
     # --- subscribers ----------------------------------------------------------------------------
 
@@ -238,20 +277,51 @@ class EventBus:
     # --- publishing -----------------------------------------------------------------------------
 
     async def publish(self, change: Change) -> None:
-        """Deliver here, then to the other processes. Never raises for a store failure."""
+        """Stamp the change's project, deliver the change here, and queue it for the other
+        processes. When it returns, every later wake read in any process misses what was cached
+        before, and this process's streams and listeners have the change. Never waits on Redis
+        and never raises for a store failure."""
         self.published.labels(change.kind).inc()
+        if self._stamp is not None:
+            await self._stamp(change.project_id)
         self._deliver(change)
         if self._pub is None:
             return
-        if time.monotonic() < self._open_until:
-            self.publish_failures.inc()
-            return
         payload = json.dumps({"origin": self.origin, "change": change.to_dict()})
         try:
-            async with asyncio.timeout(self._timeout_s * 2):
+            self._outbox.put_nowait(payload)
+        except asyncio.QueueFull:
+            self._failed("dropped")
+            return
+        sender = self._sender
+        if sender is None or sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send())
+
+    async def flush(self) -> None:
+        """Wait until every change queued for Redis was published, failed or skipped."""
+        await self._outbox.join()
+
+    async def _send(self) -> None:
+        assert self._pub is not None
+        while True:
+            payload = await self._outbox.get()
+            try:
+                await self._publish_one(payload)
+            except Exception:  # a bug, not an outage: reported, and the next change still goes
+                _log.exception("voice_publish_crashed")
+            finally:
+                self._outbox.task_done()
+
+    async def _publish_one(self, payload: str) -> None:
+        assert self._pub is not None
+        if time.monotonic() < self._open_until:
+            self._failed("skipped")
+            return
+        try:
+            async with asyncio.timeout(self._timeout_s):
                 await self._pub.publish(self.channel, payload)
         except _STORE_ERRORS as exc:
-            self.publish_failures.inc()
+            self._failed("failed")
             self._open_until = time.monotonic() + self._breaker_s
             if self._publish_healthy:
                 self._publish_healthy = False
@@ -262,9 +332,14 @@ class EventBus:
                     retry_in_s=self._breaker_s,
                 )
             return
+        self.redis_publishes.labels("done").inc()
         if not self._publish_healthy:
             self._publish_healthy = True
             _log.info("voice_publish_recovered")
+
+    def _failed(self, outcome: str) -> None:
+        self.redis_publishes.labels(outcome).inc()
+        self.publish_failures.inc()
 
     def _deliver(self, change: Change) -> None:
         for subscription in list(self._subscriptions):

@@ -9,8 +9,9 @@ accepted: the limits guard against abuse of cheap endpoints, not exact quotas.
 
 With several workers the counters live in Redis; a single Lua script increments and sets the
 expiry, so concurrent workers can never over-admit. The limiter must never take the service
-down with it: when Redis is unreachable it fails open, quickly, and a circuit breaker stops
-every request from paying the timeout again while the outage lasts.
+down with it: when Redis hangs, refuses or is unreachable it fails open within one deadline
+(``SERVICE_REDIS_TIMEOUT_MS``, connect included, no retry), and a circuit breaker then skips
+Redis for every request while the outage lasts, but for one probe per breaker interval.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Protocol, TypeVar
 
 import redis.asyncio as redis_asyncio
 import structlog
+from prometheus_client import CollectorRegistry, Counter
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
@@ -184,9 +186,10 @@ class RedisLimiter:
         url: str,
         *,
         prefix: str = "hearth:limit:",
-        timeout_s: float = 0.2,
+        timeout_s: float = 0.05,
         breaker_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
@@ -210,6 +213,14 @@ class RedisLimiter:
         self._probing = False
         self._outage_started = 0.0
         self._failed_open = 0
+        # What became of each call the limiter wanted to make: `skipped` calls were never made
+        # (the breaker was open), so an outage costs one request the deadline, not every one.
+        self.calls = Counter(
+            "hearth_limiter_redis_calls",
+            "Limiter calls to Redis, by outcome (done, failed, or skipped by the breaker).",
+            ("outcome",),
+            registry=registry,
+        )
 
     def _redis_key(self, scope: str, key: str) -> str:
         # Hashing gives every key the same shape (IPv6 colons, arbitrary client-supplied
@@ -242,6 +253,7 @@ class RedisLimiter:
     async def _guarded(self, scope: str, op: Callable[[], Awaitable[_T]]) -> _T | None:
         """Run ``op`` against Redis, or return None when the store is, or just went, down."""
         if self._clock() < self._open_until or self._probing:
+            self.calls.labels("skipped").inc()
             return None
         # After the breaker interval only one request probes Redis; the others keep failing
         # open instead of all queueing up on a store that is probably still down.
@@ -249,16 +261,18 @@ class RedisLimiter:
         if probing:
             self._probing = True
         try:
-            # Socket timeouts bound each network step; the deadline bounds their sum (connect,
-            # handshake, command, NOSCRIPT reload), which is what the request actually waits.
-            async with asyncio.timeout(self._timeout_s * 2):
+            # The deadline bounds the whole call (connect, handshake, command, NOSCRIPT reload),
+            # which is what the request actually waits; the socket timeouts never exceed it.
+            async with asyncio.timeout(self._timeout_s):
                 result = await op()
         except _STORE_ERRORS as exc:
+            self.calls.labels("failed").inc()
             self._trip(scope, exc)
             return None
         finally:
             if probing:
                 self._probing = False
+        self.calls.labels("done").inc()
         if not self._healthy:
             self._recover()
         return result
@@ -321,10 +335,19 @@ class DisabledLimiter:
         return None
 
 
-def make_limiter(redis_url: str | None, *, enabled: bool = True) -> Limiter:
+def make_limiter(
+    redis_url: str | None,
+    *,
+    enabled: bool = True,
+    timeout_s: float = 0.05,
+    breaker_s: float = 5.0,
+    registry: CollectorRegistry | None = None,
+) -> Limiter:
     """Pick the limiter for this deployment: Redis when configured, in-process otherwise."""
     if not enabled:
         return DisabledLimiter()
     if redis_url and redis_url.strip():
-        return RedisLimiter(redis_url.strip())
+        return RedisLimiter(
+            redis_url.strip(), timeout_s=timeout_s, breaker_s=breaker_s, registry=registry
+        )
     return MemoryLimiter()

@@ -485,3 +485,14 @@ adds_provider_records = Table(
     Column("created_at", DateTime, nullable=False),
     Index("ix_adds_provider_records_cid", "cid"),
 )
+
+# Each project's change stamp: bumped (after the write commits, before its response leaves) by
+# every change the event bus carries, and read by every wake request, so that a wake cached by
+# any process before a change is never served after it (docs/wake.md, "the cache"). A project
+# without a row has stamp 0.
+change_stamps = Table(
+    "change_stamps",
+    metadata,
+    Column("project_id", UUID, ForeignKey("projects.id"), primary_key=True),
+    Column("stamp", BigInteger, nullable=False),
+)

@@ -28,7 +28,7 @@ from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 from ..db.engine import utcnow
 from ..db.tables import runtimes, strands
 from ..errors import ApiError
-from ..services import inbox, vault, wake, wake_render
+from ..services import inbox, vault, wake, wake_render, wake_stamps
 from ..services import runtimes as runtime_service
 from ..services import strands as strand_service
 from . import leases
@@ -101,6 +101,8 @@ def begin(
     message = inbox.take_next(conn, runtime["identity_id"], runtime_id)
     if message is None:
         return None
+    # The message is no longer pending: no wake cached before this, in any process, is served.
+    wake_stamps.bump(conn, runtime["project_id"])
     strand = runtime_strand(conn, runtime)
     recent = (
         strand_service.recent_thoughts(conn, strand["id"], recent_limit) if recent_limit else []
@@ -190,6 +192,7 @@ def fail(conn: Connection, begun: Begun, lease: Lease, failure: CycleFailed) -> 
     runtime_id = begun.runtime["id"]
     leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
     inbox.release(conn, begun.message["id"])
+    wake_stamps.bump(conn, begun.runtime["project_id"])  # pending again (the wake counts it)
     conn.execute(update(runtimes).where(runtimes.c.id == runtime_id).values(last_work_at=utcnow()))
     runtime_service.append_event(
         conn,

@@ -2,8 +2,9 @@
 
 The document is built by ``services/wake.py`` in one read snapshot and rendered by the pure
 functions of ``services/wake_render.py``. A wake read writes nothing. The rendered answer is
-cached per process for a few seconds by (project, identity, format); ``refresh=true`` builds it
-anew, and ``services.wake.invalidate(project_id)`` drops a project's entries on a change.
+cached per process for a few seconds by (project, identity, format), and served only while the
+project's change stamp (``services/wake_stamps.py``) has not moved; ``refresh=true`` builds it
+anew.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
 from ..models_wake import WakeJson
 from ..services import wake as wake_service
+from ..services import wake_stamps
 from ..services.wake_render import render
 from .common import errors
 
@@ -72,14 +74,16 @@ async def wake(
     project_id = caller.project_id
     focus = str(identity_id) if identity_id is not None else None
     key = (project_id, focus, format)
-    cached = None if refresh else wake_service.CACHE.get(key)
+    # Read before the build, in every process: a wake cached before the project's last change
+    # (made through any worker) was stored under an older stamp and is not served.
+    stamp = await hearth.db.snapshot(wake_stamps.current, project_id)
+    cached = None if refresh else wake_service.CACHE.get(key, stamp=stamp)
     state = "hit"
     if cached is None:
         state = "refresh" if refresh else "miss"
-        generation = wake_service.CACHE.generation(project_id)
         document = await hearth.db.snapshot(wake_service.build, project_id, focus)
         body, media_type = render(document, format)
-        wake_service.CACHE.put(key, body, media_type, document["generated_at"], generation)
+        wake_service.CACHE.put(key, body, media_type, document["generated_at"], stamp=stamp)
         generated_at = document["generated_at"]
     else:
         body, media_type, generated_at = cached.body, cached.media_type, cached.generated_at
