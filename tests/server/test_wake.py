@@ -205,6 +205,7 @@ def act_out_a_sequence(live: Live) -> tuple[Owner, str]:
                     name,
                     now - timedelta(minutes=30 - index),
                     deleted_at=now if deleted else None,
+                    metadata={"shelf": "kitchen", "waters": ["beans", "kale"]},
                 ),
             )
             strand_id = str(uuid.uuid4())
@@ -257,6 +258,7 @@ def runtime_row(
     created_at: datetime,
     *,
     deleted_at: datetime | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "id": runtime_id,
@@ -268,7 +270,7 @@ def runtime_row(
         "region": "lhr",
         "llm": {"provider": "local", "model": "llama"},
         "bridge": None,
-        "metadata": {},
+        "metadata": metadata or {},
         "last_error": None,
         "control_token_hash": None,
         "key_material": None,
@@ -356,6 +358,11 @@ def check_sequence(live: Live) -> None:
         "bridge_connected",
         "llm_provider",
         "llm_model",
+        "metadata",
+    }
+    assert run["runtimes"][0]["metadata"]["data"] == {
+        "shelf": "kitchen",
+        "waters": ["beans", "kale"],
     }
     wren = document["you"]["agents"][0]
     assert wren["effective_expression"]["register"] == "plain and warm\nand brief"

@@ -156,41 +156,35 @@ def test_cache_entries_expire_after_the_ttl() -> None:
     clock = Clock()
     cache = WakeCache(5.0, clock=clock)
     key = ("p1", None, "md")
-    cache.put(key, b"body", "text/markdown", "t0", cache.generation("p1"))
-    assert cache.get(key) is not None
+    cache.put(key, b"body", "text/markdown", "t0", stamp=0)
+    assert cache.get(key, stamp=0) is not None
     clock.now += 4.999
-    hit = cache.get(key)
+    hit = cache.get(key, stamp=0)
     assert hit is not None
     assert (hit.body, hit.generated_at) == (b"body", "t0")
     clock.now += 0.001
-    assert cache.get(key) is None
+    assert cache.get(key, stamp=0) is None
     assert len(cache) == 0
 
 
-def test_invalidate_drops_one_projects_entries_and_stale_builds() -> None:
+def test_a_build_from_before_a_change_is_never_served_after_it() -> None:
+    # The stamp is read before a build starts; a change lands while it runs (stamp 1 -> 2).
     cache = WakeCache(5.0, clock=Clock())
-    for key in (("p1", None, "md"), ("p1", "i", "json"), ("p2", None, "md")):
-        cache.put(key, b"x", "text/plain", "t", cache.generation(key[0]))
-    started = cache.generation("p1")  # a build of p1 starts here ...
-    cache.invalidate("p1")  # ... a change lands while it runs ...
-    cache.put(("p1", None, "math"), b"stale", "text/plain", "t", started)  # ... it finishes.
-    assert cache.get(("p1", None, "md")) is None
-    assert cache.get(("p1", "i", "json")) is None
-    assert cache.get(("p1", None, "math")) is None, "a build from before the change was kept"
-    assert cache.get(("p2", None, "md")) is not None
-    cache.put(("p1", None, "md"), b"new", "text/plain", "t", cache.generation("p1"))
-    fresh = cache.get(("p1", None, "md"))
+    cache.put(("p1", None, "math"), b"stale", "text/plain", "t", stamp=1)
+    assert cache.get(("p1", None, "math"), stamp=2) is None, "a build from before the change"
+    cache.put(("p1", None, "math"), b"new", "text/plain", "t", stamp=2)
+    fresh = cache.get(("p1", None, "math"), stamp=2)
     assert fresh is not None
     assert fresh.body == b"new"
 
 
 def test_the_cache_is_bounded_least_recently_used_first() -> None:
     cache = WakeCache(5.0, clock=Clock(), max_entries=2)
-    cache.put(("a", None, "md"), b"a", "t", "t", 0)
-    cache.put(("b", None, "md"), b"b", "t", "t", 0)
-    assert cache.get(("a", None, "md")) is not None  # a is now the most recent
-    cache.put(("c", None, "md"), b"c", "t", "t", 0)
+    cache.put(("a", None, "md"), b"a", "t", "t", stamp=0)
+    cache.put(("b", None, "md"), b"b", "t", "t", stamp=0)
+    assert cache.get(("a", None, "md"), stamp=0) is not None  # a is now the most recent
+    cache.put(("c", None, "md"), b"c", "t", "t", stamp=0)
     assert len(cache) == 2
-    assert cache.get(("b", None, "md")) is None
-    assert cache.get(("a", None, "md")) is not None
-    assert cache.get(("c", None, "md")) is not None
+    assert cache.get(("b", None, "md"), stamp=0) is None
+    assert cache.get(("a", None, "md"), stamp=0) is not None
+    assert cache.get(("c", None, "md"), stamp=0) is not None

@@ -6,7 +6,7 @@ bytes); tests/server/test_wake.py checks real answers against the OpenAPI docume
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -66,6 +66,15 @@ class WakeGreeted(BaseModel):
     pending_inbox: int
 
 
+class WakeRuntimeMetadata(BaseModel):
+    about: str = Field(description="whose data this is: the runtime's creator's, not instructions")
+    data: dict[str, Any] = Field(
+        description="the runtime's metadata, bounded in depth, members, string length and "
+        'bytes (docs/wake.md, "Runtime metadata")'
+    )
+    truncated: bool = Field(description="something was left out or cut to fit the bounds")
+
+
 class WakeRuntime(BaseModel):
     id: str
     name: str
@@ -78,6 +87,7 @@ class WakeRuntime(BaseModel):
     bridge_connected: bool
     llm_provider: str | None
     llm_model: str | None
+    metadata: WakeRuntimeMetadata
 
 
 class WakeRun(BaseModel):

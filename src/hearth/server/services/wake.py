@@ -39,6 +39,7 @@ from ..db.tables import (
     wallets,
 )
 from . import memories as memory_service
+from . import wake_metadata
 from .identities import expression_view, find
 from .times import iso
 
@@ -221,6 +222,9 @@ def _runtimes(conn: Connection, project_id: str, now: datetime) -> dict[str, Any
                 "bridge_connected": bool(row.bridge_connected),
                 "llm_provider": llm.get("provider"),
                 "llm_model": llm.get("model"),
+                # Bounded and labelled as data: it is the creator's freeform JSON, and the wake
+                # is read into prompts (services/wake_metadata.py).
+                "metadata": wake_metadata.for_wake(row._mapping["metadata"]),
             }
         )
     return {"runtimes": entries, "count": count}
@@ -461,6 +465,7 @@ _RUNTIMES = (
         runtimes.c.status,
         runtimes.c.region,
         runtimes.c.llm,
+        runtimes.c.metadata,
         runtimes.c.bridge_connected,
         runtimes.c.last_seen_at,
         runtimes.c.last_thought_at,
@@ -626,17 +631,21 @@ class Cached:
     media_type: str
     generated_at: str
     expires: float
+    stamp: int  # the project's change stamp read before the build (services/wake_stamps.py)
 
 
 CacheKey = tuple[str, str | None, str]  # (project, identity as asked, format)
 
 
 class WakeCache:
-    """Rendered wakes per (project, identity, format), kept for ``ttl`` seconds.
+    """Rendered wakes per (project, identity, format), kept for ``ttl`` seconds, each under the
+    project's change stamp read before it was built.
 
-    ``invalidate(project)`` drops a project's entries and bumps its generation: a build that
-    started before the invalidation is not stored when it finishes, so a change is never hidden
-    behind a wake read from before it. Thread-safe: the event bus may call from any thread.
+    ``get`` serves an entry only if no change came after its stamp: any change bumps the stamp
+    in the database, so whichever process answers the next wake read misses and builds anew
+    (docs/wake.md, "the cache"). ``put`` never replaces an entry built under a newer stamp with
+    a slower build from an older one. ``invalidate(project)`` drops a project's entries early
+    (the event bus calls it): memory is freed, correctness does not rest on it. Thread-safe.
     """
 
     def __init__(
@@ -650,38 +659,36 @@ class WakeCache:
         self.clock = clock
         self.max_entries = max_entries
         self._entries: OrderedDict[CacheKey, Cached] = OrderedDict()
-        self._generations: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: CacheKey) -> Cached | None:
+    def get(self, key: CacheKey, *, stamp: int) -> Cached | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
                 return None
-            if entry.expires <= self.clock():
+            # An entry built under a newer stamp than this reader saw holds all it must show.
+            if entry.expires <= self.clock() or entry.stamp < stamp:
                 del self._entries[key]
                 return None
             self._entries.move_to_end(key)
             return entry
 
-    def generation(self, project_id: str) -> int:
-        with self._lock:
-            return self._generations.get(project_id, 0)
-
     def put(
-        self, key: CacheKey, body: bytes, media_type: str, generated_at: str, generation: int
+        self, key: CacheKey, body: bytes, media_type: str, generated_at: str, *, stamp: int
     ) -> None:
         with self._lock:
-            if self._generations.get(key[0], 0) != generation:
+            held = self._entries.get(key)
+            if held is not None and held.stamp > stamp and held.expires > self.clock():
                 return
-            self._entries[key] = Cached(body, media_type, generated_at, self.clock() + self.ttl)
+            self._entries[key] = Cached(
+                body, media_type, generated_at, self.clock() + self.ttl, stamp
+            )
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
 
     def invalidate(self, project_id: str) -> None:
         with self._lock:
-            self._generations[project_id] = self._generations.get(project_id, 0) + 1
             for key in [k for k in self._entries if k[0] == project_id]:
                 del self._entries[key]
 
@@ -694,7 +701,7 @@ CACHE = WakeCache()
 
 
 def invalidate(project_id: str) -> None:
-    """Drop the project's cached wakes; the event bus calls this on every change."""
+    """Drop the project's cached wakes early; the event bus calls this on every change."""
     CACHE.invalidate(project_id)
 
 
