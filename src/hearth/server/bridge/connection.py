@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 import structlog
+from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket, WebSocketState
 
 from hearth.proofs import EncodingError, b64_decode, b64_encode
@@ -62,7 +63,7 @@ class _HandshakeFailed(Exception):
         self.message = message
 
 
-def control_token_of(websocket: WebSocket) -> tuple[str | None, str | None]:
+def control_token_of(websocket: HTTPConnection) -> tuple[str | None, str | None]:
     """(control token, subprotocol to accept). The token comes from ``Authorization: Bearer``,
     or, for clients that cannot set headers, from a subprotocol ``hearth-bridge.token.<token>``
     offered beside ``hearth-bridge.v1``; the accepted subprotocol is then ``hearth-bridge.v1``,
@@ -199,6 +200,7 @@ async def serve(
         server_nonce, bridge_nonce = await _handshake(websocket, hub, runtime, public_key)
     except _HandshakeFailed as failed:
         log.warning("bridge_handshake_refused", runtime_id=runtime_id, error=failed.error)
+        hearth.metrics.bridge_handshake_failures.labels(failed.error).inc()
         if failed.error != "disconnected":
             await websocket.send_json(
                 {"type": "error", "error": failed.error, "message": failed.message}
@@ -215,6 +217,7 @@ async def serve(
 
     async def send(message: dict[str, Any]) -> None:
         await websocket.send_json(message)
+        hearth.metrics.bridge_messages.labels("to_bridge").inc()
 
     async def close(code: int, reason: str) -> None:
         await _close(websocket, code, reason)
@@ -230,6 +233,7 @@ async def serve(
         close_connection=close,
     )
     await hub.attach(session)
+    hearth.metrics.bridge_connections.inc()
     log.info("bridge_connected", runtime_id=runtime_id, session_id=session.session_id)
     reason = "bridge closed the connection"
     try:
@@ -247,6 +251,7 @@ async def serve(
             if message is None:
                 break
             if message.get("type") == "reply":
+                hearth.metrics.bridge_messages.labels("from_bridge").inc()
                 hub.deliver(session, message)
             else:
                 log.info("bridge_frame_ignored", runtime_id=runtime_id, type=message.get("type"))

@@ -39,6 +39,7 @@ from ..db.engine import Database, epoch_ms, utcnow
 from ..db.tables import inbox_messages, runtimes
 from ..errors import ApiError
 from ..events import Change, EventBus
+from ..observability import Metrics
 from ..services import runtimes as runtime_service
 from ..services.times import iso
 from ..settings import Settings
@@ -94,8 +95,11 @@ class Worker:
         hub: BridgeHub | None = None,
         owner: str | None = None,
         providers: Providers | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        # The app's metrics when it runs in a server; a registry of its own otherwise.
+        self.metrics = metrics or Metrics()
         self.db = db
         self.events = events
         self.hub = hub
@@ -380,10 +384,14 @@ class Worker:
         )
         if begun is None:
             return False
+        self.metrics.think_cycles.inc()
         started = time.monotonic()
         try:
             stored = await self._complete(held, begun)
         except Exception as exc:
+            self.metrics.think_cycle_failures.labels(
+                exc.stage if isinstance(exc, cycle.CycleFailed) else "worker"
+            ).inc()
             # A fault of the worker itself: the message goes back before the crash is reported.
             if not isinstance(exc, cycle.CycleFailed):
                 fault = cycle.CycleFailed("worker", f"fault ({type(exc).__name__})")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import uuid
 from datetime import datetime, timedelta
@@ -37,6 +38,7 @@ from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import inbox_messages, runtime_events, runtimes, thoughts
 from ..errors import DOCS, ApiError, not_found
+from ..observability import TRANSITIONS
 from . import cursors, identities
 from .public_keys import checked_ed25519
 from .sealing import associated_data, derive_key, open_sealed, seal
@@ -51,6 +53,12 @@ CONTROL_TOKEN_PREFIX = "hrt_"
 _KEY_WRAP_INFO = b"hearth/runtime-key-wrap/v1"
 _KEY_AAD_CONTEXT = b"hearth-runtime-key/v1"
 PUBLIC_KEY_BYTES = 32
+# A runtime's events page by id: the cursor is the last id of the previous page. Every cursor of
+# the pattern is a position; one beyond the largest id the column holds (a 32-bit INTEGER on
+# PostgreSQL) is the end of the log.
+EVENTS_CURSOR_PATTERN = "^[0-9]{1,18}$"
+_EVENTS_CURSOR = re.compile(EVENTS_CURSOR_PATTERN)
+_LAST_EVENT_ID = 2**31 - 1
 
 
 # --- refusals -----------------------------------------------------------------------------------
@@ -268,14 +276,10 @@ def events(
     runtime = find(conn, project_id, runtime_id)
     after = 0
     if cursor is not None:
-        if not cursor.isdigit() or len(cursor) > 18:
-            raise ApiError(
-                400,
-                "invalid_cursor",
-                "The cursor is not one this service handed out.",
-                hint="Pass next_cursor from the previous page as it is, or leave cursor out.",
-            )
-        after = int(cursor)
+        # ASCII digits only: str.isdigit() also takes "²", which int() then refuses.
+        if not _EVENTS_CURSOR.fullmatch(cursor):
+            raise cursors.invalid_cursor()
+        after = min(int(cursor), _LAST_EVENT_ID)
     rows = conn.execute(
         select(runtime_events)
         .where(runtime_events.c.runtime_id == runtime["id"], runtime_events.c.id > after)
@@ -366,6 +370,9 @@ def move(
     if detail:
         details["last_error" if trigger == "crash" else "detail"] = detail
     append_event(conn, runtime_id, step.event, details)
+    # Counted once applied in the caller's transaction (a transaction that then fails on the
+    # database, which is rare, leaves it counted).
+    TRANSITIONS.labels(seen, step.target).inc()
     return {**runtime, **values}
 
 
