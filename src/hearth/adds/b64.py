@@ -56,6 +56,8 @@ def canonical_b64url_pattern(length: int) -> re.Pattern[str]:
     if length < 1 or length % 4 == 1:
         raise ValueError(f"no byte string encodes to {length} base64url characters")
     unused_bits = {0: 0, 2: 4, 3: 2}[length % 4]
+    if not unused_bits:
+        return re.compile(f"[A-Za-z0-9_-]{{{length}}}")
     last = "".join(c for c in _SYMBOLS if not _VALUE[c] & ((1 << unused_bits) - 1))
     last_class = "[" + last.replace("-", "\\-") + "]"
     return re.compile(f"[A-Za-z0-9_-]{{{length - 1}}}{last_class}")

@@ -35,6 +35,20 @@ def b64_decode(text: str, *, length: int | None = None, what: str = "value") -> 
     return raw
 
 
+_B64_CHAR = "[A-Za-z0-9+/]"
+# The last character before the padding carries unused low bits, which must be zero.
+_B64_TAIL = {1: f"{_B64_CHAR}[AQgw]==", 2: f"{_B64_CHAR}{{2}}[AEIMQUYcgkosw048]="}
+
+
+def b64_pattern(length: int | None = None) -> str:
+    """A regex (anchored, in the syntax JSON Schema uses) matching exactly the texts
+    ``b64_decode`` accepts: of ``length`` bytes, or of any length when it is None."""
+    if length is None:
+        return f"^(?:{_B64_CHAR}{{4}})*(?:{_B64_TAIL[1]}|{_B64_TAIL[2]})?$"
+    groups = f"{_B64_CHAR}{{{4 * (length // 3)}}}" if length >= 3 else ""
+    return f"^{groups}{_B64_TAIL.get(length % 3, '')}$"
+
+
 # RFC 3339 date-time: a zone is required (Z or an offset); fractions of a second are optional.
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$"

@@ -1,4 +1,11 @@
-"""Authentication dependencies: the project bearer, and the exact-request root proof."""
+"""Authentication dependencies: the project bearer, and the exact-request root proof.
+
+Every route that needs the project bearer reaches it through ``BearerDep`` (directly, or through
+``CallerDep`` or a root-proof dependency): FastAPI then names the scheme in the OpenAPI
+document, in ``components.securitySchemes`` and in each such operation's ``security``, so the
+document's list of authenticated operations is the routes' own dependencies, never a list kept
+by hand.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Depends, Header, Request
+from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
+from fastapi.security.base import SecurityBase
 from pydantic import BaseModel
 from sqlalchemy import Connection
 
@@ -41,6 +50,24 @@ def bearer_of(request: Request) -> str:
     return bearer.strip()
 
 
+class ProjectBearer(SecurityBase):
+    """The project bearer as a security scheme. It reads the header with ``bearer_of``, so a
+    missing or malformed one is the service's own 401 (FastAPI's HTTPBearer would answer 403)."""
+
+    def __init__(self) -> None:
+        self.model = HTTPBearerModel(
+            description="A project API key: answered once by POST /v1/register/agent, or by "
+            "POST /v1/keys."
+        )
+        self.scheme_name = "bearer"
+
+    async def __call__(self, request: Request) -> str:
+        return bearer_of(request)
+
+
+BearerDep = Annotated[str, Depends(ProjectBearer())]
+
+
 def caller_of(conn: Connection, bearer: str) -> Caller:
     resolved = keys.resolve(conn, bearer)
     if resolved is None:
@@ -64,8 +91,8 @@ async def lookup(hearth: Hearth, request: Request, fn: Callable[..., T], *args: 
     return await hearth.db.snapshot(fn, *args)
 
 
-async def require_bearer(request: Request, hearth: HearthDep) -> Caller:
-    return await lookup(hearth, request, caller_of, bearer_of(request))
+async def require_bearer(request: Request, hearth: HearthDep, bearer: BearerDep) -> Caller:
+    return await lookup(hearth, request, caller_of, bearer)
 
 
 CallerDep = Annotated[Caller, Depends(require_bearer)]
@@ -119,6 +146,7 @@ def root_proof(
     async def dependency(
         request: Request,
         hearth: HearthDep,
+        bearer: BearerDep,
         body: Any,
         # Declared so that the OpenAPI document names the proof headers; read from the request.
         _sequence: SequenceHeader = None,
@@ -126,7 +154,7 @@ def root_proof(
         _signature: SignatureHeader = None,
     ) -> Authorized[Body]:
         caller, identity = await lookup(
-            hearth, request, _caller_and_identity, bearer_of(request), locate(request, body)
+            hearth, request, _caller_and_identity, bearer, locate(request, body)
         )
         grant = authority.authorize_request(hearth, identity, request, await request.body())
         return Authorized(caller, body, grant)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from hearth.proofs.encoding import b64_pattern
+
+from . import body_rules
 
 Name = Field(min_length=1, max_length=200)
 Form = Literal[
@@ -16,6 +20,18 @@ Visibility = Literal["private", "project", "public"]
 class Strict(BaseModel):
     # Unknown fields are refused: a misspelt field would otherwise be silently ignored.
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _whole(value: Any) -> Any:
+    # JSON has one kind of number: 5.0 is the integer 5 (JSON Schema's `integer` says so too),
+    # which a strict model would refuse. Beyond 2**53 a float is not exact: it stays a float.
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    return value
+
+
+# An integer of a request body: a JSON number with no fraction, however it is written.
+WholeNumber = Annotated[int, BeforeValidator(_whole)]
 
 
 class ErrorBody(BaseModel):
@@ -180,10 +196,20 @@ class RecoverResponse(BaseModel):
     project: ProjectKeyOnce
 
 
+# A KDF descriptor is stored and shown verbatim: no control characters, and none of the invisible
+# ones that reorder or hide text (zero-width, bidirectional controls, line separators, BOM).
+KDF_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]+$"
+
+
 class BackupCreate(Strict):
     agent_id: str = Field(max_length=64)
-    blob_base64: str = Field(min_length=4, max_length=262_144)
-    key_derivation: str = Field(min_length=1, max_length=512)
+    # Checked by the service (422 invalid_blob, invalid_key_derivation); the patterns say how.
+    blob_base64: str = Field(
+        min_length=4, max_length=262_144, json_schema_extra={"pattern": b64_pattern()}
+    )
+    key_derivation: str = Field(
+        min_length=1, max_length=512, json_schema_extra={"pattern": KDF_PATTERN}
+    )
     label: str | None = Field(default=None, max_length=200)
 
 
@@ -271,7 +297,7 @@ class LedgerPage(BaseModel):
 
 
 class FundRequest(Strict):
-    amount: int = Field(ge=1, le=1_000_000, description="minor units of GBP (1 credit = 1)")
+    amount: WholeNumber = Field(ge=1, le=1_000_000, description="minor units of GBP (1 credit = 1)")
     source_wallet_id: str = Field(
         max_length=64, description="another wallet of this project, debited by the amount"
     )
@@ -414,6 +440,7 @@ def _storable(text: str) -> str:
 
 StorableText = Annotated[str, AfterValidator(_storable)]
 Tier = Literal["episodic", "foundational", "constitutive"]
+TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
 ElevatedTier = Literal["foundational", "constitutive"]
 ChronicleKind = Literal[
     "note",
@@ -433,6 +460,8 @@ ChronicleKind = Literal[
 
 
 class MemoryCreate(Strict):
+    model_config = ConfigDict(json_schema_extra=body_rules.agree("type", "tier", TIERS))
+
     content: StorableText = Field(min_length=1, max_length=65_536)
     type: Tier | None = Field(default=None, description="the tier; `episodic` when absent")
     tier: Tier | None = Field(default=None, description="the same as `type`; they must agree")
@@ -457,6 +486,17 @@ class MemoryCreate(Strict):
 
 class ExpressionPatch(Strict):
     """Additive changes to the declared expression; applied in elevation order."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                body_rules.filled("register_append", "string"),
+                body_rules.filled("walls_add", "array"),
+                body_rules.filled("subagents_add", "array"),
+                body_rules.filled("wake_text_append", "string"),
+            ]
+        }
+    )
 
     register_append: StorableText | None = Field(default=None, max_length=20_000)
     walls_add: list[StorableText] | None = Field(default=None, max_length=64)

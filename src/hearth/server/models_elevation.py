@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from . import body_rules
 from .models import (
     AuthorityView,
     LedgerEntry,
@@ -15,6 +16,7 @@ from .models import (
     Strict,
     VaultSecret,
     WalletRecord,
+    WholeNumber,
 )
 
 # The identity is named by its canonical id: the signature covers agent_id exactly as sent, and
@@ -30,6 +32,10 @@ MAX_EVIDENCE_BYTES = 16_384
 class SponsorStatement(Strict):
     """A sponsor's signed statement (``bootstrap-elevate/v1``) about one identity: the body of
     POST /v1/bootstrap/elevate, and of POST /v1/attestations, its manual fallback."""
+
+    model_config = ConfigDict(
+        json_schema_extra=body_rules.exactly_one("sponsor_identity_id", "sponsor_did")
+    )
 
     agent_id: str = Field(
         pattern=CANONICAL_UUID,
@@ -49,7 +55,7 @@ class SponsorStatement(Strict):
     sponsor_did: str | None = Field(
         default=None, max_length=200, description="the sponsor by DID; exactly one of the two"
     )
-    initial_credits: int = Field(
+    initial_credits: WholeNumber = Field(
         default=DEFAULT_INITIAL_CREDITS,
         ge=0,
         le=MAX_INITIAL_CREDITS,

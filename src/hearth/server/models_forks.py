@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from . import body_rules
 from .models import (
     AuthorityView,
     BootstrapAgent,
@@ -15,6 +16,7 @@ from .models import (
     Strict,
     Tier,
     WalletView,
+    WholeNumber,
 )
 
 MAX_PRICE_MINOR = 1_000_000  # 10,000.00 GBP: the largest amount one fund request moves too
@@ -49,9 +51,19 @@ class MemorySelection(Strict):
     """Which of the parent's memories the child receives: the union of ``memory_ids`` and the
     parent's memories of ``tiers`` (at most ``limit`` of those, elevated tiers first)."""
 
-    tiers: list[Tier] | None = Field(default=None, min_length=1, max_length=3)
-    memory_ids: list[str] | None = Field(default=None, min_length=1, max_length=1000)
-    limit: int | None = Field(
+    model_config = ConfigDict(
+        json_schema_extra=body_rules.all_of(
+            body_rules.at_least_one("tiers", "memory_ids"), body_rules.needs("limit", "tiers")
+        )
+    )
+
+    tiers: list[Tier] | None = Field(
+        default=None, min_length=1, max_length=3, json_schema_extra={"uniqueItems": True}
+    )
+    memory_ids: list[str] | None = Field(
+        default=None, min_length=1, max_length=1000, json_schema_extra={"uniqueItems": True}
+    )
+    limit: WholeNumber | None = Field(
         default=None, ge=1, le=1000, description="cap on the memories `tiers` selects (100)"
     )
 
@@ -69,6 +81,9 @@ class MemorySelection(Strict):
 
 
 class ForkRequest(Strict):
+    # Both names may be sent when they are equal, which no JSON Schema can say.
+    model_config = ConfigDict(json_schema_extra=body_rules.at_least_one("new_name", "display_name"))
+
     new_name: str | None = Field(default=None, min_length=1, max_length=200)
     display_name: str | None = Field(
         default=None,
@@ -152,9 +167,13 @@ class TemplatePage(BaseModel):
 
 
 class TemplatePublish(Strict):
+    model_config = ConfigDict(json_schema_extra=body_rules.exactly_one("identity_id", "expression"))
+
     name: str = Name
     description: StorableText = Field(min_length=1, max_length=2000)
-    price: int = Field(ge=0, le=MAX_PRICE_MINOR, description="minor units of GBP; 0 is free")
+    price: WholeNumber = Field(
+        ge=0, le=MAX_PRICE_MINOR, description="minor units of GBP; 0 is free"
+    )
     identity_id: str | None = Field(
         default=None, max_length=64, description="publish this identity's effective expression"
     )

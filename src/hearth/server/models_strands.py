@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .models import StorableText, Strict
+from .models import StorableText, Strict, WholeNumber
 
 # Thought plaintext is at most 64 KiB; AES-GCM adds its 16-byte tag. The base64 text of that
 # many bytes is 4 * ceil(n / 3) characters.
@@ -84,7 +84,7 @@ class StrandPage(BaseModel):
 class ThoughtCreate(Strict):
     """Ciphertext and nonce only: a plaintext field is refused (wall 7)."""
 
-    seq: int = Field(ge=1, le=2**62, description="must equal the strand's next_seq")
+    seq: WholeNumber = Field(ge=1, le=2**62, description="must equal the strand's next_seq")
     nonce: str = Field(min_length=NONCE_B64, max_length=NONCE_B64, description="12 bytes")
     ciphertext: str = Field(
         min_length=1,

@@ -58,13 +58,8 @@ Decisions:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import json
-import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
@@ -86,6 +81,7 @@ from .context import JOY_CACHE_S
 from .db.tables import identities
 from .errors import ApiError
 from .routes.public import PROMISES, WALLS
+from .services.cursors import decode_cursor, encode_cursor
 from .services.identities import expression_view
 from .services.times import iso
 from .settings import Settings
@@ -833,26 +829,6 @@ def agent_view(row: Any) -> dict[str, Any]:
         "capabilities": list(row["capabilities"] or []),
         "created_at": iso(row["created_at"]),
     }
-
-
-def encode_cursor(created_at: datetime, identity_id: str) -> str:
-    raw = json.dumps([created_at.isoformat(timespec="microseconds"), identity_id])
-    return base64.urlsafe_b64encode(raw.encode("utf-8")).rstrip(b"=").decode("ascii")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """The position a cursor names, or a 400: a cursor is only ever one this service made."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        raw = base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True)
-        moment, identity_id = json.loads(raw)
-        return datetime.fromisoformat(moment).replace(tzinfo=None), str(uuid.UUID(identity_id))
-    except (binascii.Error, UnicodeError, ValueError, TypeError):
-        raise ApiError(
-            400,
-            "invalid_cursor",
-            "cursor is not one this service made; use next_cursor from the previous page.",
-        ) from None
 
 
 async def public_agents_page(

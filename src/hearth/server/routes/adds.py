@@ -20,6 +20,7 @@ from hearth.adds.b64 import canonical_b64url_pattern
 from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
 from ..models import (
+    CID_PATTERN,
     AddsInventory,
     BlockPage,
     BlockStored,
@@ -30,7 +31,7 @@ from ..models import (
     ReceiptRequest,
 )
 from ..services import adds_store, provider
-from .common import errors
+from .common import cursor_query, errors
 from .public import base_url
 
 router = APIRouter(tags=["adds"])
@@ -67,8 +68,9 @@ _DOCUMENT_BODY: dict[str, Any] = {
 # parameter's FieldInfo when it analyses a route, and a FieldInfo shared by two routes (or by the
 # apps of one process) would be analysed twice.
 _CID_TEXT = "a canonical CID (CIDv1, raw, sha2-256, base32)"
+# Shown in the document, enforced by the service (400 invalid_cid, with the rule that failed).
+_CID_FORMAT = {"pattern": CID_PATTERN}
 _LIMIT_TEXT = "items per page"
-_CURSOR_TEXT = "next_cursor of the previous page"
 _ISSUER_KEY_PATTERN = f"^{canonical_b64url_pattern(43).pattern}$"
 
 
@@ -93,7 +95,7 @@ def _adds_json(body: bytes, cid: str, status: int = 200, **headers: str) -> Resp
     openapi_extra=_BLOCK_BODY,
 )
 async def put_block(
-    cid: Annotated[str, Path(description=_CID_TEXT)],
+    cid: Annotated[str, Path(description=_CID_TEXT, json_schema_extra=_CID_FORMAT)],
     request: Request,
     caller: CallerDep,
     hearth: HearthDep,
@@ -122,7 +124,9 @@ def _block_responses(description: str) -> dict[int | str, dict[str, Any]]:
     responses=_block_responses("The block's bytes."),
 )
 async def get_block(
-    cid: Annotated[str, Path(description=_CID_TEXT)], _caller: CallerDep, hearth: HearthDep
+    cid: Annotated[str, Path(description=_CID_TEXT, json_schema_extra=_CID_FORMAT)],
+    _caller: CallerDep,
+    hearth: HearthDep,
 ) -> Response:
     data = await provider.get_block(hearth, cid)
     return Response(data, media_type=OCTET_STREAM, headers={"ETag": f'"{cid}"'})
@@ -135,7 +139,9 @@ async def get_block(
     responses=_block_responses("Held: the headers of GET, without the bytes."),
 )
 async def head_block(
-    cid: Annotated[str, Path(description=_CID_TEXT)], _caller: CallerDep, hearth: HearthDep
+    cid: Annotated[str, Path(description=_CID_TEXT, json_schema_extra=_CID_FORMAT)],
+    _caller: CallerDep,
+    hearth: HearthDep,
 ) -> Response:
     size = await provider.block_size(hearth, cid)
     return Response(
@@ -157,7 +163,7 @@ async def head_block(
 async def list_blocks(
     caller: CallerDep,
     hearth: HearthDep,
-    cursor: Annotated[str | None, Query(max_length=200, description=_CURSOR_TEXT)] = None,
+    cursor: Annotated[str | None, cursor_query(adds_store.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description=_LIMIT_TEXT)] = 100,
 ) -> dict[str, Any]:
     async with hearth.db.read() as conn:
@@ -200,7 +206,9 @@ async def submit_document(request: Request, caller: CallerDep, hearth: HearthDep
     },
 )
 async def get_document(
-    cid: Annotated[str, Path(description=_CID_TEXT)], _caller: CallerDep, hearth: HearthDep
+    cid: Annotated[str, Path(description=_CID_TEXT, json_schema_extra=_CID_FORMAT)],
+    _caller: CallerDep,
+    hearth: HearthDep,
 ) -> Response:
     return _adds_json(await provider.document_bytes(hearth, cid), cid)
 
@@ -215,7 +223,7 @@ async def list_documents(
     caller: CallerDep,
     hearth: HearthDep,
     kind: DocumentKind | None = None,
-    cursor: Annotated[str | None, Query(max_length=200, description=_CURSOR_TEXT)] = None,
+    cursor: Annotated[str | None, cursor_query(adds_store.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description=_LIMIT_TEXT)] = 100,
 ) -> dict[str, Any]:
     async with hearth.db.read() as conn:
@@ -287,14 +295,17 @@ async def inventory(caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
         **errors(404, 503),
     },
 )
-async def provider_record(request: Request, hearth: HearthDep) -> Response:
-    record = await provider.current_record(hearth, base_url(request, hearth))
+async def provider_record(hearth: HearthDep) -> Response:
+    # Reads the latest signed record, never signs one: nothing a request carries (its Host
+    # included) reaches the record (services/provider_record.py).
+    record = await provider.published_record(hearth)
     if record is None:
         raise ApiError(
             404,
             "no_inventory",
-            "The service holds no block yet, so it has no provider record to publish.",
-            hint="A provider record lists at least one item: it appears with the first block.",
+            "The service has published no provider record: it holds no block yet.",
+            hint="A provider record lists at least one item: it is signed when the first block "
+            "is stored.",
         )
     return _adds_json(record.canonical, record.cid)
 
@@ -302,6 +313,9 @@ async def provider_record(request: Request, hearth: HearthDep) -> Response:
 @router.post(
     "/v1/adds/receipts",
     status_code=201,
+    # Not a collection (no GET lists receipts; they are kept as documents): the rule would name
+    # it by its segment alone, as if it were an action.
+    operation_id="adds_receipts_create",
     response_class=Response,
     summary="Ask for a signed storage receipt for items this project holds",
     responses={

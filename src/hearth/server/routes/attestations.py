@@ -14,9 +14,9 @@ from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
 from ..models_elevation import AttestationPage, AttestationStored, SponsorStatement
-from ..services import attestations, chronicle, identities
+from ..services import attestations, chronicle, cursors, identities
 from ..services.cursors import Page
-from .common import errors
+from .common import cursor_query, errors
 
 router = APIRouter(tags=["attestations"])
 
@@ -75,9 +75,7 @@ async def list_attestations(
     identity_id: Annotated[
         str | None, Query(max_length=64, description="only those about this identity (UUID or DID)")
     ] = None,
-    cursor: Annotated[
-        str | None, Query(max_length=200, description="next_cursor of the previous page")
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
 ) -> dict[str, Any]:
     def run(conn: Connection) -> Page:

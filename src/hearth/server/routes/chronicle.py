@@ -9,9 +9,9 @@ from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
 from ..models import ChronicleKind, ChroniclePage, StorableText
-from ..services import chronicle, identities
+from ..services import chronicle, cursors, identities
 from ..services.cursors import Page
-from .common import errors
+from .common import cursor_query, errors
 
 router = APIRouter(tags=["chronicle"])
 
@@ -30,9 +30,7 @@ async def read_chronicle(  # noqa: PLR0917 - FastAPI reads query parameters from
         StorableText | None,
         Query(max_length=64, description="only entries about this identity (UUID or DID)"),
     ] = None,
-    cursor: Annotated[
-        str | None, Query(max_length=200, description="next_cursor of the previous page")
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="entries per page")] = 100,
 ) -> dict[str, Any]:
     def run(conn: Connection) -> Page:

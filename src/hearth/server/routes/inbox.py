@@ -15,8 +15,8 @@ from fastapi import APIRouter, Query, Response
 
 from ..auth import CallerDep, HearthDep
 from ..models_strands import InboxMessage, InboxPage, InboxPost, InboxPosted, InboxStatus
-from ..services import inbox
-from .common import errors
+from ..services import cursors, inbox
+from .common import cursor_query, errors
 from .runtimes import announce_moves
 
 router = APIRouter(tags=["inbox"])
@@ -48,9 +48,7 @@ async def list_messages(  # noqa: PLR0917 - FastAPI reads query parameters from 
     caller: CallerDep,
     hearth: HearthDep,
     status: Annotated[InboxStatus | None, Query(description="only this status")] = None,
-    cursor: Annotated[
-        str | None, Query(max_length=200, description="next_cursor of the previous page")
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
 ) -> dict[str, Any]:
     page = await hearth.db.snapshot(

@@ -19,13 +19,13 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy import Connection
 
 from ..auth import (
+    BearerDep,
     Caller,
     CallerDep,
     HearthDep,
     SequenceHeader,
     SignatureHeader,
     TimestampHeader,
-    bearer_of,
     caller_of,
 )
 from ..models import (
@@ -37,10 +37,10 @@ from ..models import (
     StorableText,
     Tier,
 )
-from ..services import authority, chronicle, identities, memories
+from ..services import authority, chronicle, cursors, identities, memories
 from ..services.authority import RootGrant
 from ..services.cursors import Page
-from .common import errors
+from .common import cursor_query, errors
 
 router = APIRouter(tags=["memories"])
 
@@ -75,6 +75,7 @@ def _caller_memory_identity(
 async def store_authority(
     request: Request,
     hearth: HearthDep,
+    bearer: BearerDep,
     body: MemoryCreate,
     _sequence: SequenceHeader = None,
     _timestamp: TimestampHeader = None,
@@ -82,9 +83,7 @@ async def store_authority(
 ) -> MemoryAuth:
     """A foundational memory of an agent_root identity is a memory-foundation mutation: it
     needs the identity's root proof. Everything else needs the bearer only."""
-    caller, identity = await hearth.db.snapshot(
-        _caller_and_binding, bearer_of(request), body.agent_id
-    )
+    caller, identity = await hearth.db.snapshot(_caller_and_binding, bearer, body.agent_id)
     grant = None
     if identity is not None and body.requested_tier == "foundational":
         grant = authority.authorize_request(hearth, identity, request, await request.body())
@@ -95,6 +94,7 @@ async def elevation_authority(
     id: str,
     request: Request,
     hearth: HearthDep,
+    bearer: BearerDep,
     body: ElevateRequest,
     _sequence: SequenceHeader = None,
     _timestamp: TimestampHeader = None,
@@ -102,9 +102,7 @@ async def elevation_authority(
 ) -> MemoryAuth:
     """The memory's identity signs its elevation (bearer only for legacy_bearer identities
     and project-level memories)."""
-    caller, memory, identity = await hearth.db.snapshot(
-        _caller_memory_identity, bearer_of(request), id
-    )
+    caller, memory, identity = await hearth.db.snapshot(_caller_memory_identity, bearer, id)
     grant = None
     if identity is not None:
         grant = authority.authorize_request(hearth, identity, request, await request.body())
@@ -115,15 +113,14 @@ async def deletion_authority(
     id: str,
     request: Request,
     hearth: HearthDep,
+    bearer: BearerDep,
     _sequence: SequenceHeader = None,
     _timestamp: TimestampHeader = None,
     _signature: SignatureHeader = None,
 ) -> MemoryAuth:
     """Deleting a foundational or constitutive memory of an identity unmakes part of it: the
     identity's root proof is needed, as for elevation. Episodic memories need the bearer."""
-    caller, memory, identity = await hearth.db.snapshot(
-        _caller_memory_identity, bearer_of(request), id
-    )
+    caller, memory, identity = await hearth.db.snapshot(_caller_memory_identity, bearer, id)
     grant = None
     if identity is not None and memory["tier"] != "episodic":
         grant = authority.authorize_request(hearth, identity, request, await request.body())
@@ -193,9 +190,7 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
     key: Annotated[
         StorableText | None, Query(min_length=1, max_length=200, description="only this key")
     ] = None,
-    cursor: Annotated[
-        str | None, Query(max_length=200, description="next_cursor of the previous page")
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     # Contents run to 64 KiB each: a page stays well under the size of a large answer.
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
 ) -> dict[str, Any]:

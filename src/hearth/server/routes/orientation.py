@@ -22,7 +22,8 @@ from hearth.proofs import b64_encode
 from .. import orientation_content as content
 from ..auth import HearthDep
 from ..errors import not_found
-from .common import errors
+from ..services import cursors
+from .common import cursor_query, errors
 
 log = structlog.get_logger("hearth.server")
 
@@ -88,9 +89,7 @@ async def public_agents(
     limit: Annotated[
         int, Query(ge=1, le=content.PUBLIC_PAGE_MAX, description="entries per page")
     ] = content.PUBLIC_PAGE_DEFAULT,
-    cursor: Annotated[
-        str | None, Query(max_length=512, description="next_cursor of the previous page")
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
 ) -> dict[str, Any]:
     async with hearth.db.read() as conn:
         return await content.public_agents_page(conn, limit=limit, cursor=cursor)

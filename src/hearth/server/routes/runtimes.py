@@ -28,15 +28,12 @@ from ..models_runtimes import (
     RuntimeView,
 )
 from ..runtime_states import Status
-from ..services import chronicle, runtimes
+from ..services import chronicle, cursors, runtimes
 from ..services.times import iso
-from .common import errors
+from .common import cursor_query, errors
 
 router = APIRouter(tags=["runtimes"])
 
-Cursor = Annotated[
-    str | None, Query(max_length=200, description="next_cursor of the previous page")
-]
 Limit = Annotated[int, Query(ge=1, le=200, description="items per page")]
 
 
@@ -86,7 +83,7 @@ async def list_runtimes(  # noqa: PLR0917 - FastAPI reads query parameters from 
     include_deleted: Annotated[
         bool, Query(description="also the soft-deleted runtimes kept for audit")
     ] = False,
-    cursor: Cursor = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Limit = 50,
 ) -> dict[str, Any]:
     page = await hearth.db.snapshot(
@@ -144,7 +141,8 @@ async def patch_runtime(
 @router.delete(
     "/v1/runtimes/{id}",
     response_model=RuntimeView,
-    responses=errors(401, 404),
+    # 409 when a concurrent delete won the race to stop it (runtime_deleted).
+    responses=errors(401, 404, 409),
     summary="Soft delete: the orchestrator is stopped, the control token revoked, the record "
     "kept for audit",
 )
@@ -189,7 +187,11 @@ async def rotate_control_token(
     summary="The runtime's append-only event log, oldest first",
 )
 async def runtime_events(
-    id: str, caller: CallerDep, hearth: HearthDep, cursor: Cursor = None, limit: Limit = 100
+    id: str,
+    caller: CallerDep,
+    hearth: HearthDep,
+    cursor: Annotated[str | None, cursor_query(runtimes.EVENTS_CURSOR_PATTERN)] = None,
+    limit: Limit = 100,
 ) -> dict[str, Any]:
     page = await hearth.db.snapshot(
         runtimes.events, caller.project_id, id, cursor=cursor, limit=limit

@@ -18,13 +18,13 @@ from sqlalchemy import Connection
 
 from ..auth import (
     Authorized,
+    BearerDep,
     Caller,
     CallerDep,
     HearthDep,
     SequenceHeader,
     SignatureHeader,
     TimestampHeader,
-    bearer_of,
     caller_of,
     root_proof,
 )
@@ -40,15 +40,12 @@ from ..models_strands import (
     ThoughtPage,
     ThoughtWritten,
 )
-from ..services import authority, chronicle, identities, identity_keys, strands
+from ..services import authority, chronicle, cursors, identities, identity_keys, strands
 from ..services.authority import RootGrant
-from .common import ROOTED, errors
+from .common import ROOTED, cursor_query, errors
 
 router = APIRouter(tags=["strands"])
 
-Cursor = Annotated[
-    str | None, Query(max_length=200, description="next_cursor of the previous page")
-]
 Kid = Annotated[str, Path(pattern=KID_PATTERN, description="the key's label")]
 
 
@@ -103,12 +100,13 @@ async def revocation_authority(
     id: str,
     request: Request,
     hearth: HearthDep,
+    bearer: BearerDep,
     _sequence: SequenceHeader = None,
     _timestamp: TimestampHeader = None,
     _signature: SignatureHeader = None,
 ) -> RootGrant:
     """``auth.root_proof`` for a route without a body: the identity's root signs the DELETE."""
-    _, identity = await hearth.db.snapshot(_caller_and_identity, bearer_of(request), id)
+    _, identity = await hearth.db.snapshot(_caller_and_identity, bearer, id)
     return authority.authorize_request(hearth, identity, request, await request.body())
 
 
@@ -163,7 +161,7 @@ async def list_strands(  # noqa: PLR0917 - FastAPI reads query parameters from t
     runtime_id: Annotated[
         str | None, Query(max_length=64, description="only strands bound to this runtime")
     ] = None,
-    cursor: Cursor = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
 ) -> dict[str, Any]:
     page = await hearth.db.snapshot(
@@ -200,10 +198,12 @@ def _plaintext_fields(raw: bytes) -> list[str]:
     return [name for name in strands.PLAINTEXT_FIELDS if name in document]
 
 
-async def ciphertext_only(id: str, request: Request, hearth: HearthDep) -> Caller:
+async def ciphertext_only(
+    id: str, request: Request, hearth: HearthDep, bearer: BearerDep
+) -> Caller:
     """Runs before the body is validated: a plaintext field is refused under wall 7 (with its
     own code, not as an unknown field) and the refusal is recorded in the chronicle."""
-    caller = await hearth.db.snapshot(caller_of, bearer_of(request))
+    caller = await hearth.db.snapshot(caller_of, bearer)
     fields = _plaintext_fields(await request.body())
     if fields:
         strand = await hearth.db.snapshot(strands.find, caller.project_id, id)

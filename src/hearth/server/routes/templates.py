@@ -21,9 +21,9 @@ from ..models_forks import (
     TemplatePage,
     TemplatePublish,
 )
-from ..services import chronicle, templates
+from ..services import chronicle, cursors, templates
 from ..services.birth import ServerKeys
-from .common import errors
+from .common import cursor_query, errors
 
 router = APIRouter(tags=["templates"])
 
@@ -37,9 +37,7 @@ router = APIRouter(tags=["templates"])
 async def list_templates(
     caller: CallerDep,
     hearth: HearthDep,
-    cursor: Annotated[
-        str | None, Query(max_length=200, description="next_cursor of the previous page")
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
 ) -> dict[str, Any]:
     await templates.ensure_catalogue(hearth.db)

@@ -13,7 +13,7 @@ from ..auth import CallerDep, HearthDep
 from ..errors import not_found
 from ..models import VaultList, VaultPut, VaultSecret
 from ..services import vault
-from .common import errors
+from .common import cursor_query, errors
 
 router = APIRouter(tags=["vault"])
 
@@ -36,9 +36,8 @@ async def list_secrets(
     identity_id: Annotated[
         str | None, Query(max_length=64, description="only this identity's namespace")
     ] = None,
-    cursor: Annotated[
-        str | None, Query(max_length=400, description="next_cursor of the previous page")
-    ] = None,
+    # The last name of the previous page (services/vault.py).
+    cursor: Annotated[str | None, cursor_query(vault.NAME_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
 ) -> dict[str, Any]:
     return await hearth.db.snapshot(

@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from sqlalchemy import Connection
 
-from ..auth import Caller, HearthDep, bearer_of, caller_of
+from ..auth import BearerDep, Caller, HearthDep, caller_of
 from ..changes import KEYS
 from ..db.engine import utcnow
 from ..events import Change
@@ -52,8 +52,8 @@ def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> VoiceTarget
 
 
 async def voice_target(
-    request: Request,
     hearth: HearthDep,
+    bearer: BearerDep,
     identity_id: Annotated[
         str,
         Query(
@@ -64,7 +64,7 @@ async def voice_target(
         ),
     ],
 ) -> VoiceTarget:
-    return await hearth.db.snapshot(_caller_and_identity, bearer_of(request), identity_id)
+    return await hearth.db.snapshot(_caller_and_identity, bearer, identity_id)
 
 
 def _change_data(change: Change) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from fastapi import APIRouter, Header, Path, Query, Response
 
 from ..auth import CallerDep, HearthDep
 from ..models import FundRequest, FundResult, LedgerPage, WalletDetail, WalletList
-from ..services import wallets
-from .common import errors
+from ..services import cursors, wallets
+from .common import cursor_query, errors
 
 router = APIRouter(tags=["wallets"])
 
@@ -54,9 +54,7 @@ async def get_ledger(
     wallet_id: Annotated[str, Path(description=_WALLET_TEXT)],
     caller: CallerDep,
     hearth: HearthDep,
-    cursor: Annotated[
-        str | None, Query(max_length=200, description="next_cursor of the previous page")
-    ] = None,
+    cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="entries per page")] = 100,
 ) -> dict[str, Any]:
     return await hearth.db.snapshot(

@@ -19,18 +19,18 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
-from hearth.adds import b64url_decode, b64url_encode
-from hearth.adds.cid import cid_problem
+from hearth.adds.cid import cid_from_digest, cid_problem, decode_cid
 from hearth.adds.kinds import SIGNER_MEMBER
 
 from ..db.engine import utcnow
 from ..db.tables import adds_blocks, adds_documents, adds_provider_records
 from ..errors import ApiError
+from . import cursors
 from .cursors import Page
 from .times import iso
 
 KINDS = tuple(SIGNER_MEMBER)
-_CURSOR_TIME = "%Y-%m-%dT%H:%M:%S.%f"
+CURSOR_PATTERN = cursors.position_pattern(32)
 
 
 def invalid_cid(cid: str) -> ApiError | None:
@@ -61,24 +61,14 @@ def head_digest(head_id: str) -> str:
 
 
 def encode_cursor(created_at: datetime, cid: str) -> str:
-    return b64url_encode(f"{created_at.strftime(_CURSOR_TIME)}|{cid}".encode("ascii"))
+    """The position of a row: its time and its CID's 32-byte digest (``cursors.pack_position``),
+    54 characters (``CURSOR_PATTERN``); every string of that form is a position."""
+    return cursors.pack_position(created_at, decode_cid(cid))
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        text = b64url_decode(cursor).decode("ascii")
-        moment, cid = text.split("|")
-        created_at = datetime.strptime(moment, _CURSOR_TIME)
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(
-            400,
-            "invalid_cursor",
-            "The cursor is not one this service handed out.",
-            hint="Pass next_cursor from the previous page as it is, or leave cursor out.",
-        ) from None
-    if cid_problem(cid) is not None:
-        raise ApiError(400, "invalid_cursor", "The cursor is not one this service handed out.")
-    return created_at, cid
+    created_at, digest = cursors.unpack_position(cursor, 32)
+    return created_at, cid_from_digest(digest)
 
 
 def _after(statement: Select[Any], table: Any, cursor: str | None) -> Select[Any]:
@@ -345,6 +335,7 @@ async def inventory(conn: AsyncConnection, project_id: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "CURSOR_PATTERN",
     "KINDS",
     "Held",
     "Page",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import select
@@ -13,9 +14,11 @@ from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import backups
 from ..errors import ApiError, not_found
-from ..models import BackupCreate
+from ..models import KDF_PATTERN, BackupCreate
 from . import identities
 from .times import iso
+
+_KDF = re.compile(KDF_PATTERN)
 
 
 def _view(row: dict[str, Any]) -> dict[str, Any]:
@@ -34,8 +37,12 @@ async def store(hearth: Hearth, project_id: str, body: BackupCreate) -> dict[str
         b64_decode(body.blob_base64, what="blob_base64")
     except EncodingError as exc:
         raise ApiError(422, "invalid_blob", str(exc)) from None
-    if not body.key_derivation.isprintable():
-        raise ApiError(422, "invalid_key_derivation", "key_derivation must be printable text.")
+    if not _KDF.fullmatch(body.key_derivation):
+        raise ApiError(
+            422,
+            "invalid_key_derivation",
+            "key_derivation must be text without control or invisible formatting characters.",
+        )
     async with hearth.db.write() as conn:
         identity = await conn.run_sync(identities.find, project_id, body.agent_id)
         row = {

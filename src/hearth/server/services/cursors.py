@@ -1,24 +1,43 @@
-"""Opaque cursors over (created_at, id) for listings that run newest first.
+"""Cursors over (created_at, id): listings page through rows in time order without skipping or
+repeating one, even when many rows share one timestamp.
 
-A cursor is base64url of the last item's time and UUID. Items are ordered by (created_at, id)
-descending, so a page boundary never skips or repeats an item, even when many rows share one
-timestamp.
+A cursor is a position, written as fixed-width bytes in base64url: the time as unsigned
+microseconds since 1970 (8 bytes, big-endian), then the row's UUID (16 bytes), 32 characters in
+all (``PATTERN``). Every string the pattern matches decodes to a position (a time past year
+9999 is read as the last one there is), so the pattern in the OpenAPI document says exactly
+which cursors the service takes; anything else is a 400 ``invalid_cursor``. Positions are not
+secrets: a listing's other conditions (the project, the filters) decide what a page may hold.
+ADDS listings use the same layout with a CID's digest in place of the UUID
+(``adds_store``); the vault pages by name and a runtime's events by id.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Final
 
 from sqlalchemy import Connection, and_, or_, select
 
 from hearth.adds import b64url_decode, b64url_encode
+from hearth.adds.b64 import canonical_b64url_pattern
 
 from ..errors import ApiError
 
-_TIME = "%Y-%m-%dT%H:%M:%S.%f"
+_EPOCH: Final = datetime(1970, 1, 1)
+_LAST_MICROS: Final = (datetime.max - _EPOCH) // timedelta(microseconds=1)
+TIME_BYTES: Final = 8
+
+
+def position_pattern(tail_bytes: int) -> str:
+    """The pattern (anchored, as the document shows it) of the cursors whose tail is
+    ``tail_bytes`` long: exactly the canonical base64url texts of that many bytes and the time."""
+    characters = -(-4 * (TIME_BYTES + tail_bytes) // 3)
+    return f"^{canonical_b64url_pattern(characters).pattern}$"
+
+
+PATTERN: Final = position_pattern(16)
 
 
 @dataclass(frozen=True)
@@ -31,21 +50,40 @@ class Page:
         return {"items": self.items, "next_cursor": self.next_cursor}
 
 
+def invalid_cursor() -> ApiError:
+    return ApiError(
+        400,
+        "invalid_cursor",
+        "The cursor is not one this service handed out.",
+        hint="Pass next_cursor from the previous page as it is, or leave cursor out.",
+    )
+
+
+def pack_position(created_at: datetime, tail: bytes) -> str:
+    """The cursor of a row: its (naive UTC) time, then ``tail`` (a UUID's or a digest's bytes)."""
+    micros = (created_at - _EPOCH) // timedelta(microseconds=1)
+    return b64url_encode(micros.to_bytes(TIME_BYTES, "big") + tail)
+
+
+def unpack_position(cursor: str, tail_bytes: int) -> tuple[datetime, bytes]:
+    """(time, tail) of a cursor ``pack_position`` made, or of any string of that form."""
+    try:
+        raw = b64url_decode(cursor)
+    except ValueError:
+        raise invalid_cursor() from None
+    if len(raw) != TIME_BYTES + tail_bytes:
+        raise invalid_cursor()
+    micros = min(int.from_bytes(raw[:TIME_BYTES], "big"), _LAST_MICROS)
+    return _EPOCH + timedelta(microseconds=micros), raw[TIME_BYTES:]
+
+
 def encode_cursor(created_at: datetime, row_id: str) -> str:
-    return b64url_encode(f"{created_at.strftime(_TIME)}|{row_id}".encode("ascii"))
+    return pack_position(created_at, uuid.UUID(row_id).bytes)
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        moment, row_id = b64url_decode(cursor).decode("ascii").split("|")
-        return datetime.strptime(moment, _TIME), str(uuid.UUID(row_id))
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(
-            400,
-            "invalid_cursor",
-            "The cursor is not one this service handed out.",
-            hint="Pass next_cursor from the previous page as it is, or leave cursor out.",
-        ) from None
+    created_at, tail = unpack_position(cursor, 16)
+    return created_at, str(uuid.UUID(bytes=tail))
 
 
 def before(table: Any, cursor: str | None) -> Any:

@@ -31,13 +31,12 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from hearth.adds import b64url_decode, b64url_encode
-
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import vault_keys, vault_secrets
 from ..errors import ApiError, not_found
 from . import identities
+from .cursors import invalid_cursor
 from .sealing import KEY_BYTES, SealError, associated_data, derive_key, open_sealed, seal
 from .times import iso
 
@@ -211,23 +210,16 @@ def list_secrets(
     rows = rows[:limit]
     return {
         "items": [secret_view(r._mapping) for r in rows],
-        "next_cursor": b64url_encode(rows[-1].name.encode("ascii")) if more and rows else None,
+        "next_cursor": rows[-1].name if more and rows else None,
     }
 
 
 def _decode_cursor(cursor: str) -> str:
-    try:
-        name = b64url_decode(cursor).decode("ascii")
-    except (ValueError, UnicodeDecodeError):
-        name = ""
-    if not _NAME.match(name):
-        raise ApiError(
-            400,
-            "invalid_cursor",
-            "The cursor is not one this service handed out.",
-            hint="Pass next_cursor from the previous page as it is, or leave cursor out.",
-        )
-    return name
+    """A vault cursor is the last name of the previous page: any name (``NAME_PATTERN``) is a
+    position in the listing, which runs by name."""
+    if not _NAME.fullmatch(cursor):
+        raise invalid_cursor()
+    return cursor
 
 
 def secret_view(row: Any) -> dict[str, Any]:

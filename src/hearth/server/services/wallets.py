@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-
-from hearth.adds import b64url_decode, b64url_encode
 
 from ..db import direct
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import ledger, wallet_transfers, wallets
 from ..errors import DOCS, ApiError, not_found
+from .cursors import decode_cursor, encode_cursor
 from .times import iso
 
 CURRENCY = "GBP"
@@ -238,7 +236,7 @@ def _entries(
 ) -> tuple[list[dict[str, Any]], str | None]:
     statement = select(ledger).where(ledger.c.wallet_id == wallet_id)
     if cursor is not None:
-        created_at, entry_id = _decode_cursor(cursor)
+        created_at, entry_id = decode_cursor(cursor)
         statement = statement.where(
             or_(
                 ledger.c.created_at < created_at,
@@ -250,28 +248,8 @@ def _entries(
     ).all()
     more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = _encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
     return [entry_view(r._mapping) for r in rows], next_cursor
-
-
-_CURSOR_TIME = "%Y-%m-%dT%H:%M:%S.%f"
-
-
-def _encode_cursor(created_at: datetime, entry_id: str) -> str:
-    return b64url_encode(f"{created_at.strftime(_CURSOR_TIME)}|{entry_id}".encode("ascii"))
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        moment, entry_id = b64url_decode(cursor).decode("ascii").split("|")
-        return datetime.strptime(moment, _CURSOR_TIME), str(uuid.UUID(entry_id))
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(
-            400,
-            "invalid_cursor",
-            "The cursor is not one this service handed out.",
-            hint="Pass next_cursor from the previous page as it is, or leave cursor out.",
-        ) from None
 
 
 # --- funding ------------------------------------------------------------------------------------
