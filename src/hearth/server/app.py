@@ -7,11 +7,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import structlog
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from hearth import __version__
 
-from . import errors
+from . import edge_text, errors, openapi, scrape
 from .changes import ChangeFeed
 from .context import Hearth, JoyIndex
 from .db import Database
@@ -28,6 +28,7 @@ from .routes import (
     bootstrap,
     bridge,
     forks,
+    health,
     identities,
     inbox,
     keys,
@@ -44,7 +45,9 @@ from .routes import (
 from .routes import chronicle as chronicle_routes
 from .routes import memories as memory_routes
 from .services import wake as wake_service
+from .services import wake_stamps
 from .services.adds_node import AddsNode
+from .services.block_sweep import BlockSweeper
 from .settings import Settings
 from .tutor import tutor_for
 
@@ -66,17 +69,28 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
     hearth = Hearth(
         settings=settings,
         db=db,
-        limiter=make_limiter(settings.redis_url, enabled=settings.limiter_enabled),
+        limiter=make_limiter(
+            settings.redis_url,
+            enabled=settings.limiter_enabled,
+            timeout_s=settings.redis_timeout_ms / 1000,
+            breaker_s=settings.redis_breaker_seconds,
+            registry=metrics.registry,
+        ),
         metrics=metrics,
         packages=PackageCatalog(settings.packages_dir),
         joy=JoyIndex(db=db),
         adds=AddsNode(settings, db),
         events=EventBus(
-            settings.redis_url, registry=metrics.registry, queue_size=settings.voice_queue_size
+            settings.redis_url,
+            registry=metrics.registry,
+            queue_size=settings.voice_queue_size,
+            timeout_s=settings.redis_timeout_ms / 1000,
+            breaker_s=settings.redis_breaker_seconds,
+            stamp=wake_stamps.stamper(db),
         ),
     )
-    # A change anywhere in a project (this process or another, through Redis) makes its cached
-    # wakes stale at once, so the wake cache never shows what a mutation has already replaced.
+    # Every change bumps its project's stamp (the bus's `stamp` hook), which keeps every
+    # process's wake cache exact; dropping the entries here as well only frees them sooner.
     hearth.events.add_listener(lambda change: wake_service.invalidate(change.project_id))
 
     @asynccontextmanager
@@ -88,14 +102,27 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         if settings.provider_key_file is not None:
             # A configured key that cannot be read is a configuration error: refuse to start.
             await hearth.adds.keyring.key()
+        # The provider record is signed here and on writes, never on a GET: a restart with a
+        # new public address or provider id issues one new record (services/provider_record.py).
+        await hearth.adds.records.start()
         await hearth.events.start()
         if run_worker:
             # Imported here: the orchestrator pulls in the LLM SDKs, which only a worker needs.
             from .bridge import hub_for  # noqa: PLC0415
             from .orchestrator import Worker  # noqa: PLC0415
 
-            hearth.worker = Worker(settings, hearth.db, hearth.events, hub=hub_for(_app))
+            hearth.worker = Worker(
+                settings, hearth.db, hearth.events, hub=hub_for(_app), metrics=hearth.metrics
+            )
             hearth.worker.start()
+        # Temp files of crashed uploads: swept now and then periodically, only once older than
+        # the age, since another worker may be writing its own (services/block_sweep.py).
+        sweeper = BlockSweeper(
+            hearth.adds,
+            interval=settings.blocks_sweep_interval_seconds,
+            age=settings.blocks_sweep_age_seconds,
+        )
+        await sweeper.start()
         log.info(
             "service_started",
             version=__version__,
@@ -107,6 +134,8 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         try:
             yield
         finally:
+            await sweeper.stop()
+            await hearth.adds.records.stop()
             if hearth.worker is not None:
                 await hearth.worker.stop()
                 hearth.worker = None
@@ -115,6 +144,7 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
             hearth.adds.close()
             await hearth.limiter.aclose()
             await hearth.db.dispose()
+            scrape.worker_exited()  # its live series leave the scrape; its totals stay
 
     app = FastAPI(
         title="hearth",
@@ -124,10 +154,14 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         docs_url="/v1/docs",
         redoc_url=None,
         lifespan=lifespan,
+        # Before every route's own dependencies: text no database can store is refused once,
+        # here, whichever route or field it was meant for (edge_text.py).
+        dependencies=[Depends(edge_text.refuse_unstorable)],
     )
     app.state.hearth = hearth
     errors.install(app)
-    for module in (public, orientation, arrival, keys, identities, bootstrap, adds):
+    openapi.install(app)
+    for module in (public, health, orientation, arrival, keys, identities, bootstrap, adds):
         app.include_router(module.router)
     for module in (wallets, vault):
         app.include_router(module.router)
@@ -149,13 +183,13 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
 
 
 def _body_limits(settings: Settings) -> Callable[[str, str], int]:
-    """JSON bodies are small; an ADDS block upload may be one whole chunk (the route enforces
-    ``max_block_bytes`` exactly while it streams)."""
-    blocks = max(settings.max_body_bytes, settings.max_block_bytes)
+    """JSON bodies are small; an ADDS block upload may be one whole chunk. A block's limit is
+    ``max_block_bytes`` exactly, larger or smaller than ``max_body_bytes`` (the route enforces
+    the same number while it streams), so a refusal always names the block limit."""
 
     def limit(method: str, path: str) -> int:
         if method == "PUT" and path.startswith("/v1/adds/blocks/"):
-            return blocks
+            return settings.max_block_bytes
         return settings.max_body_bytes
 
     return limit
