@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,59 +22,32 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from .live import free_port, live_service, sqlite_settings
+from .live import Served, free_port, hearth_serve, live_service, serve_env, sqlite_settings
 
-HEARTH = str(Path(sys.executable).parent / "hearth")
 BEARER_SECRET = "hk_bearer-secret-0f9e8d7c6b5a"
 QUERY_SECRET = "query-secret-1a2b3c4d"
 PATH_ID = "path-id-5e6f7a8b"
 
 
-@dataclass
-class Served:
-    base_url: str
-    stderr: Path
-
-    def lines(self) -> list[str]:
-        return [line for line in self.stderr.read_text().splitlines() if line.strip()]
-
-
 @contextmanager
-def hearth_serve(tmp: Path) -> Iterator[Served]:
+def logging_server(tmp: Path) -> Iterator[Served]:
+    """``hearth serve`` logging at info, in JSON. It counts as up once uvicorn says so in the
+    log: a readiness probe would add access lines of its own."""
     port = free_port()
-    env = {
-        **os.environ,
-        "SERVICE_DATABASE_URL": f"sqlite:///{tmp}/hearth.sqlite3",
-        "SERVICE_BLOCKS_DIR": str(tmp / "blocks"),
-        "SERVICE_PACKAGES_DIR": str(tmp / "dist"),
-        "SERVICE_LOG_LEVEL": "info",
-        "SERVICE_LOG_FORMAT": "json",
-        "SERVICE_MAX_BODY_BYTES": "2048",
-        "SERVICE_WORKER_IN_PROCESS": "false",
-    }
-    stderr = tmp / "stderr.log"
-    with stderr.open("wb") as sink:
-        process = subprocess.Popen(
-            [HEARTH, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=sink,
-        )
-        served = Served(f"http://127.0.0.1:{port}", stderr)
-        try:
-            deadline = time.monotonic() + 60
-            while not any("Application startup complete" in line for line in served.lines()):
-                assert process.poll() is None, stderr.read_text()
-                assert time.monotonic() < deadline, "the server process did not start"
-                time.sleep(0.1)
-            yield served
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    env = serve_env(
+        tmp,
+        f"sqlite:///{tmp}/hearth.sqlite3",
+        port,
+        LOG_LEVEL="info",
+        LOG_FORMAT="json",
+        MAX_BODY_BYTES="2048",
+    )
+
+    def started(served: Served) -> bool:
+        return any("Application startup complete" in line for line in served.lines())
+
+    with hearth_serve(tmp, env, port, ready=started) as served:
+        yield served
 
 
 def access_lines(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -93,7 +61,7 @@ def access_lines(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
 def test_one_json_access_line_per_request_with_its_id_and_no_secret(tmp_path: Path) -> None:
     secret_headers = {"Authorization": f"Bearer {BEARER_SECRET}"}
     sent: dict[str, tuple[str, str | None, int]] = {}  # request id -> (method, route, status)
-    with hearth_serve(tmp_path) as served, httpx2.Client(base_url=served.base_url) as client:
+    with logging_server(tmp_path) as served, httpx2.Client(base_url=served.base_url) as client:
         # The caller's id is taken, echoed and logged.
         rid = str(uuid.uuid4())
         response = client.get(
@@ -165,7 +133,7 @@ def test_one_json_access_line_per_request_with_its_id_and_no_secret(tmp_path: Pa
         assert echoed == rid
         sent[rid] = ("GET", "/v1/runtimes/{runtime_id}/bridge", status)
 
-    text = served.stderr.read_text()
+    text = served.log.read_text()
     records = [json.loads(line) for line in served.lines()]  # every line is JSON
     logged = access_lines(records)
     for rid, (method, route, status) in sent.items():

@@ -35,10 +35,9 @@ from prometheus_client.samples import Sample
 from hearth.adds import cid_for_bytes
 from hearth.server.metrics_dir import metrics_directory
 
-from .live import Agent, free_port
+from .live import HEARTH, Agent, free_port, hearth_serve, serve_env
 from .test_metrics import value
 
-HEARTH = str(Path(sys.executable).parent / "hearth")
 BATCH = 20
 MAX_REQUESTS = 2_000
 WAIT_S = 90.0
@@ -50,7 +49,6 @@ class Server:
     base: str
     process: subprocess.Popen[bytes]
     tmp: Path  # the server's TMPDIR: its metrics directory is made there
-    log: Path
 
     def metrics_dirs(self) -> list[str]:
         return glob.glob(str(self.tmp / "hearth-metrics-*"))
@@ -75,52 +73,12 @@ def fresh(base: str, method: str, path: str, **kwargs: object) -> httpx2.Respons
 @contextmanager
 def two_workers(tmp: Path) -> Iterator[Server]:
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
     server_tmp = tmp / "tmp"
     server_tmp.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SERVICE_")}
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    env.update(
-        {
-            "TMPDIR": str(server_tmp),
-            "SERVICE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/hearth.sqlite3",
-            "SERVICE_PUBLIC_BASE_URL": base,
-            "SERVICE_POW_DIFFICULTY_BITS": "8",
-            "SERVICE_SELF_SERVICE_LIMIT": "100000",
-            "SERVICE_REGISTRAR_LIMIT": "100000",
-            "SERVICE_PACKAGES_DIR": str(tmp / "dist"),
-            "SERVICE_BLOCKS_DIR": str(tmp / "blocks"),
-            "SERVICE_WORKER_IN_PROCESS": "false",  # no runtimes here
-            "SERVICE_LOG_LEVEL": "warning",
-        }
-    )
-    log_path = tmp / "serve.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [HEARTH, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        server = Server(base, process, server_tmp, log_path)
-        try:
-
-            def up() -> bool:
-                assert process.poll() is None, log_path.read_text()
-                try:
-                    return fresh(base, "GET", "/healthz").status_code == 200
-                except httpx2.HTTPError:
-                    return False
-
-            eventually(up, "the server to start")
-            yield server
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    env = serve_env(tmp, f"sqlite+aiosqlite:///{tmp}/hearth.sqlite3", port)
+    env["TMPDIR"] = str(server_tmp)
+    with hearth_serve(tmp, env, port, workers=2) as served:
+        yield Server(served.base_url, served.process, server_tmp)
 
 
 def scrape(server: Server) -> str:

@@ -16,8 +16,6 @@ import asyncio
 import json
 import os
 import queue
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -40,8 +38,11 @@ from .live import (
     database_url_or_skip,
     free_port,
     fresh_postgres_database,
+    hearth_serve,
     live_service,
     register,
+    serve_env,
+    shared_database,
     sqlite_settings,
 )
 from .test_adds_provider import manifest_bytes
@@ -56,8 +57,6 @@ WAIT_S = 20.0  # the most any one event may take to arrive before the test fails
 # exists fails the test, so an entry cannot outlive its reason: remove it when it lands.
 PENDING_ROUTES: set[tuple[str, str]] = set()
 
-# The console script next to this interpreter: each server is a process of its own.
-HEARTH = str(Path(sys.executable).parent / "hearth")
 IN_CI = os.environ.get("CI") == "true"
 
 
@@ -645,71 +644,23 @@ def test_redis_bus_fans_out_between_buses() -> None:
 # --- two server processes, one database, one Redis ---------------------------------------------
 
 
-@contextmanager
-def serve(env: dict[str, str], tmp: Path) -> Iterator[str]:
-    port = free_port()
-    log = (tmp / f"serve-{port}.log").open("wb")
-    process = subprocess.Popen(
-        [HEARTH, "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (tmp / f"serve-{port}.log").read_text()
-            try:
-                if httpx2.get(f"{base}/v1/welcome", timeout=1).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server process did not start"
-            time.sleep(0.1)
-        yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-
-
-@contextmanager
-def shared_database(tmp: Path, backend: str) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp}/shared.sqlite3"
-        return
-    database_url_or_skip()
-    with fresh_postgres_database() as url:
-        yield url
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_change_made_through_one_process_is_heard_on_another(
     backend: str, tmp_path: Path
 ) -> None:
     redis_url = redis_url_or_skip()
     with shared_database(tmp_path, backend) as database_url:
-        env = {
-            **os.environ,
-            "SERVICE_DATABASE_URL": database_url,
-            "SERVICE_REDIS_URL": redis_url,
-            "SERVICE_POW_DIFFICULTY_BITS": "8",
-            "SERVICE_SELF_SERVICE_LIMIT": "100000",
-            "SERVICE_VOICE_WELCOME_SECONDS": str(WELCOME_S),
-            "SERVICE_PACKAGES_DIR": str(tmp_path / "dist"),
-            "SERVICE_BLOCKS_DIR": str(tmp_path / "blocks"),
-            "SERVICE_LOG_LEVEL": "warning",
-        }
+        a_port, b_port = free_port(), free_port()
+        extra = {"REDIS_URL": redis_url, "VOICE_WELCOME_SECONDS": str(WELCOME_S)}
         settings = Settings(pow_difficulty_bits=8, database_url=database_url)
         # A migrates the database before B starts, so the two never race on it.
-        with serve(env, tmp_path) as a_url, serve(env, tmp_path) as b_url:
-            a = Live(a_url, settings, None)
-            _, registered = register(a)
+        with (
+            hearth_serve(tmp_path, serve_env(tmp_path, database_url, a_port, **extra), a_port) as a,
+            hearth_serve(tmp_path, serve_env(tmp_path, database_url, b_port, **extra), b_port) as b,
+        ):
+            a_url, b_url = a.base_url, b.base_url
+            a_live = Live(a_url, settings, None)
+            _, registered = register(a_live)
             bearer, identity = registered["project"]["api_key"], registered["agent"]["id"]
             with voice(b_url, bearer, identity) as stream:
                 connected(stream)

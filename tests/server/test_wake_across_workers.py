@@ -13,10 +13,6 @@ The unit tests at the end pin the stamp-keyed cache itself and the stamp's table
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,73 +29,16 @@ from hearth.server.services import wake_stamps
 from hearth.server.services.wake import WakeCache
 from hearth.server.settings import Settings
 
-from .live import (
-    Live,
-    database_url_or_skip,
-    free_port,
-    fresh_postgres_database,
-    register,
-)
+from .live import Live, free_port, hearth_serve, register, serve_env, shared_database
 
-HEARTH = str(Path(sys.executable).parent / "hearth")
 ROUNDS = 40
-
-
-@contextmanager
-def shared_database(tmp: Path, backend: str) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp}/shared.sqlite3"
-        return
-    database_url_or_skip()
-    with fresh_postgres_database() as url:
-        yield url
 
 
 @contextmanager
 def two_workers(database_url: str, tmp: Path) -> Iterator[str]:
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SERVICE_")}
-    env.update(
-        {
-            "SERVICE_DATABASE_URL": database_url,
-            "SERVICE_PUBLIC_BASE_URL": base,
-            "SERVICE_POW_DIFFICULTY_BITS": "8",
-            "SERVICE_SELF_SERVICE_LIMIT": "100000",
-            "SERVICE_REGISTRAR_LIMIT": "100000",
-            "SERVICE_PACKAGES_DIR": str(tmp / "dist"),
-            "SERVICE_BLOCKS_DIR": str(tmp / "blocks"),
-            "SERVICE_WORKER_IN_PROCESS": "false",  # no runtimes here: no think-loops needed
-            "SERVICE_LOG_LEVEL": "warning",
-        }
-    )
-    log_path = tmp / f"serve-{port}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [HEARTH, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                assert process.poll() is None, log_path.read_text()
-                try:
-                    if httpx2.get(f"{base}/v1/welcome", timeout=1).status_code == 200:
-                        break
-                except httpx2.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.1)
-            yield base
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with hearth_serve(tmp, serve_env(tmp, database_url, port), port, workers=2) as served:
+        yield served.base_url
 
 
 def fresh(base: str, bearer: str, method: str, path: str, **kwargs: Any) -> httpx2.Response:
