@@ -480,6 +480,9 @@ def test_every_string_field_of_every_operation_refuses_unstorable_text(
     assert row_counts(live) == before
 
 
+ADDS_DOCUMENTS = "POST /v1/adds/documents"
+
+
 def _judge(case: Case, response: httpx2.Response) -> str | None:
     if response.status_code >= 500:
         return f"{response.status_code} {response.text[:200]}"
@@ -496,6 +499,11 @@ def _judge(case: Case, response: httpx2.Response) -> str | None:
     if case.method == "head":
         return None
     body = response.json()
+    if case.operation == ADDS_DOCUMENTS and body.get("error") == "invalid_document":
+        # The route reads raw bytes and the ADDS validator speaks first: a generated document is
+        # unsigned, so it is refused as invalid before its text is looked at (a valid, signed
+        # document holding NUL gets unstorable_text: the ADDS head test below).
+        return None
     if body.get("error") != "unstorable_text":
         return f"error {body.get('error')!r}"
     if body["details"][0]["loc"] != case.loc or body["details"][0]["type"] != case.kind:
