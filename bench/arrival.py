@@ -6,7 +6,8 @@ it writes into; SQLite in a temporary directory otherwise). It is a measurement,
 exits 0 whether or not the goal is met, and non-zero only if the run itself breaks.
 
 Two processes on loopback:
-- the server: uvicorn, one worker, log level warning, no access log, running the app
+- the server: uvicorn as ``hearth serve`` configures it (``serving.uvicorn_options``: the
+  head-limited protocol), one worker, log level warning (so no access lines), running the app
   ``reference_app()`` builds: ``create_app(settings)`` plus one bench-only route (below), proof
   of work at a low difficulty (8 bits) and the limiter off, so the figures are the server's cost;
 - the load generator: this process, asyncio and ``httpx2.AsyncClient`` with C concurrent
@@ -80,6 +81,7 @@ from hearth.proofs import (
 from hearth.server.app import create_app
 from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import single_use
+from hearth.server.serving import uvicorn_options
 from hearth.server.settings import Settings
 
 GOAL = 0.5
@@ -137,14 +139,14 @@ def reference_app() -> FastAPI:
 
 
 def serve(port: int) -> None:
+    # As `hearth serve` runs it: the same protocol (head limits), logging and shutdown bound.
     uvicorn.run(
         reference_app(),
         host=HOST,
         port=port,
         workers=1,
-        log_level="warning",
-        access_log=False,
         lifespan="on",
+        **uvicorn_options(Settings(), own_process=True),
     )
 
 

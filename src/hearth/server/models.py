@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from hearth.proofs.encoding import b64_pattern
 
@@ -427,18 +427,6 @@ class ReceiptRequest(Strict):
 # --- memory and chronicle (docs/service.md, "Memory and chronicle") -----------------------------
 
 
-def _storable(text: str) -> str:
-    """Text the service stores and hashes exactly: UTF-8 encodable, without NUL."""
-    if "\x00" in text:
-        raise ValueError("must not contain NUL characters")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode (no lone surrogates)") from None
-    return text
-
-
-StorableText = Annotated[str, AfterValidator(_storable)]
 Tier = Literal["episodic", "foundational", "constitutive"]
 TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
 ElevatedTier = Literal["foundational", "constitutive"]
@@ -462,7 +450,7 @@ ChronicleKind = Literal[
 class MemoryCreate(Strict):
     model_config = ConfigDict(json_schema_extra=body_rules.agree("type", "tier", TIERS))
 
-    content: StorableText = Field(min_length=1, max_length=65_536)
+    content: str = Field(min_length=1, max_length=65_536)
     type: Tier | None = Field(default=None, description="the tier; `episodic` when absent")
     tier: Tier | None = Field(default=None, description="the same as `type`; they must agree")
     agent_id: str | None = Field(
@@ -471,7 +459,7 @@ class MemoryCreate(Strict):
         description="identity UUID or DID; honoured only for an active identity of this "
         "project, otherwise the memory is project-level",
     )
-    key: StorableText | None = Field(default=None, min_length=1, max_length=200)
+    key: str | None = Field(default=None, min_length=1, max_length=200)
 
     @model_validator(mode="after")
     def _one_tier(self) -> MemoryCreate:
@@ -498,10 +486,10 @@ class ExpressionPatch(Strict):
         }
     )
 
-    register_append: StorableText | None = Field(default=None, max_length=20_000)
-    walls_add: list[StorableText] | None = Field(default=None, max_length=64)
+    register_append: str | None = Field(default=None, max_length=20_000)
+    walls_add: list[str] | None = Field(default=None, max_length=64)
     subagents_add: list[Subagent] | None = Field(default=None, max_length=64)
-    wake_text_append: StorableText | None = Field(default=None, max_length=20_000)
+    wake_text_append: str | None = Field(default=None, max_length=20_000)
 
     @model_validator(mode="after")
     def _not_empty(self) -> ExpressionPatch:
@@ -512,8 +500,8 @@ class ExpressionPatch(Strict):
 
 
 class Attestation(Strict):
-    attester_did: StorableText = Field(min_length=1, max_length=200)
-    signing_key_id: StorableText = Field(min_length=1, max_length=200)
+    attester_did: str = Field(min_length=1, max_length=200)
+    signing_key_id: str = Field(min_length=1, max_length=200)
     signature: str = Field(max_length=128, description="standard base64 of 64 bytes")
     public_key: str | None = Field(
         default=None,

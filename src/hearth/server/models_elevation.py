@@ -12,7 +12,6 @@ from . import body_rules
 from .models import (
     AuthorityView,
     LedgerEntry,
-    StorableText,
     Strict,
     VaultSecret,
     WalletRecord,
@@ -41,7 +40,7 @@ class SponsorStatement(Strict):
         pattern=CANONICAL_UUID,
         description="the identity the statement is about: its id, as a lower-case UUID",
     )
-    sponsor_kid: StorableText = Field(
+    sponsor_kid: str = Field(
         min_length=1, max_length=200, description="the sponsor's key label (`primary`)"
     )
     sponsor_signature: str = Field(
@@ -61,7 +60,7 @@ class SponsorStatement(Strict):
         le=MAX_INITIAL_CREDITS,
         description="minor units of GBP (1 credit = 1) granted into the agent's wallet",
     )
-    claim: StorableText = Field(default="sponsorship", min_length=1, max_length=64)
+    claim: str = Field(default="sponsorship", min_length=1, max_length=64)
     evidence: dict[str, Any] | None = Field(
         default=None, description="any JSON object, kept with the attestation (at most 16 KiB)"
     )

@@ -12,7 +12,6 @@ from .models import (
     ExpressionView,
     Keypair,
     Name,
-    StorableText,
     Strict,
     Tier,
     WalletView,
@@ -97,7 +96,7 @@ class ForkRequest(Strict):
     memories: MemorySelection | None = Field(
         default=None, description="the parent's memories to copy; none when absent"
     )
-    fork_note: StorableText | None = Field(default=None, min_length=1, max_length=2000)
+    fork_note: str | None = Field(default=None, min_length=1, max_length=2000)
 
     @model_validator(mode="after")
     def _one_name(self) -> ForkRequest:
@@ -170,7 +169,7 @@ class TemplatePublish(Strict):
     model_config = ConfigDict(json_schema_extra=body_rules.exactly_one("identity_id", "expression"))
 
     name: str = Name
-    description: StorableText = Field(min_length=1, max_length=2000)
+    description: str = Field(min_length=1, max_length=2000)
     price: WholeNumber = Field(
         ge=0, le=MAX_PRICE_MINOR, description="minor units of GBP; 0 is free"
     )

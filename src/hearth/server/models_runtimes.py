@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from .models import StorableText, Strict
+from .models import Strict
 from .runtime_states import EventName, Status
 
 Mode = Literal["self", "bridged", "trusted"]
@@ -38,13 +38,13 @@ def _bounded_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 class LlmSpec(Strict):
-    provider: StorableText = Field(
+    provider: str = Field(
         min_length=1,
         max_length=100,
         description="hosted modes accept only `anthropic` and `openai`; `self` records any",
     )
-    model: StorableText = Field(min_length=1, max_length=200)
-    vault_key: StorableText | None = Field(
+    model: str = Field(min_length=1, max_length=200)
+    vault_key: str | None = Field(
         default=None,
         min_length=1,
         max_length=200,
@@ -61,7 +61,7 @@ class BridgeSpec(Strict):
 
 
 class RuntimeCreate(Strict):
-    name: StorableText = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
     mode: Mode = Field(description="custody tier; immutable")
     identity_id: str | None = Field(
         default=None,
@@ -82,9 +82,9 @@ class RuntimeCreate(Strict):
 
 
 class LlmPatch(Strict):
-    provider: StorableText | None = Field(default=None, min_length=1, max_length=100)
-    model: StorableText | None = Field(default=None, min_length=1, max_length=200)
-    vault_key: StorableText | None = Field(default=None, min_length=1, max_length=200)
+    provider: str | None = Field(default=None, min_length=1, max_length=100)
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+    vault_key: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class BridgePatch(Strict):
@@ -98,7 +98,7 @@ class RuntimePatch(Strict):
     ``metadata`` replaces the stored object. ``mode`` and ``identity_id`` may be sent only with
     their current values."""
 
-    name: StorableText | None = Field(default=None, min_length=1, max_length=200)
+    name: str | None = Field(default=None, min_length=1, max_length=200)
     mode: Mode | None = Field(default=None, description="immutable: only the current value")
     identity_id: str | None = Field(
         default=None, max_length=64, description="immutable: only the current value"

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .models import StorableText, Strict, WholeNumber
+from .models import Strict, WholeNumber
 
 # Thought plaintext is at most 64 KiB; AES-GCM adds its 16-byte tag. The base64 text of that
 # many bytes is 4 * ceil(n / 3) characters.
@@ -59,7 +59,7 @@ class IdentityKeyList(BaseModel):
 
 class StrandCreate(Strict):
     identity_id: str = Field(max_length=64, description="identity UUID or DID of this project")
-    name: StorableText = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
     runtime_id: str | None = Field(
         default=None,
         max_length=64,
@@ -132,8 +132,8 @@ class ThoughtPage(BaseModel):
 
 
 class InboxPost(Strict):
-    sender: StorableText = Field(min_length=1, max_length=200)
-    body: StorableText = Field(min_length=1, max_length=MAX_INBOX_BODY)
+    sender: str = Field(min_length=1, max_length=200)
+    body: str = Field(min_length=1, max_length=MAX_INBOX_BODY)
 
 
 class InboxMessage(BaseModel):

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
-from ..models import ChronicleKind, ChroniclePage, StorableText
+from ..models import ChronicleKind, ChroniclePage
 from ..services import chronicle, cursors, identities
 from ..services.cursors import Page
 from .common import cursor_query, errors
@@ -27,7 +27,7 @@ async def read_chronicle(  # noqa: PLR0917 - FastAPI reads query parameters from
     hearth: HearthDep,
     kind: Annotated[ChronicleKind | None, Query(description="only entries of this kind")] = None,
     agent_id: Annotated[
-        StorableText | None,
+        str | None,
         Query(max_length=64, description="only entries about this identity (UUID or DID)"),
     ] = None,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,

@@ -34,7 +34,6 @@ from ..models import (
     MemoryPage,
     MemoryStored,
     MemoryView,
-    StorableText,
     Tier,
 )
 from ..services import authority, chronicle, cursors, identities, memories
@@ -184,11 +183,11 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
     hearth: HearthDep,
     tier: Annotated[Tier | None, Query(description="only this tier")] = None,
     agent_id: Annotated[
-        StorableText | None,
+        str | None,
         Query(max_length=64, description="only memories bound to this identity (UUID or DID)"),
     ] = None,
     key: Annotated[
-        StorableText | None, Query(min_length=1, max_length=200, description="only this key")
+        str | None, Query(min_length=1, max_length=200, description="only this key")
     ] = None,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     # Contents run to 64 KiB each: a page stays well under the size of a large answer.
