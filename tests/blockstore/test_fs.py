@@ -496,3 +496,26 @@ def test_sigkill_while_writing_never_exposes_a_partial_block(writer: str, tmp_pa
     assert store.sweep(older_than=0) == len(leftovers)
     assert temp_files(root) == []
     assert sorted(store.cids()) == sorted(held)
+
+
+def test_openers_of_one_new_store_at_once_all_get_it(tmp_path: Path) -> None:
+    """Several workers of one service open the same empty blocks directory on their first
+    upload: one that comes second sees the other's marker being written (its temp file, then
+    the marker, then blocks/) and must take the store, not refuse it as a foreign non-empty
+    directory. Threads stand in for the processes: the file system sees the same calls."""
+    openers = 6
+    for round_ in range(20):
+        root = tmp_path / f"store-{round_}"
+        barrier = threading.Barrier(openers)
+
+        def open_store(root: Path = root, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            FileBlockStore(root, create=True, fsync=True).close()
+
+        with ThreadPoolExecutor(openers) as pool:
+            outcomes = [pool.submit(open_store) for _ in range(openers)]
+        assert [f.exception() for f in outcomes] == [None] * openers
+        cid, data = make_block(round_)
+        with FileBlockStore(root, create=False, fsync=False) as store:
+            store.put(cid, data)
+            assert store.get(cid) == data

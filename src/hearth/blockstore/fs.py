@@ -67,6 +67,10 @@ MARKER_TEXT = "hearth-blockstore v1\n"
 _MARKER_FAMILY = "hearth-blockstore "
 BLOCKS_DIR = "blocks"
 TEMP_PREFIX = ".tmp-"
+# How long an opener of a new store waits for another opener's marker (see _initialise): a
+# marker is one small file written and renamed, so this is a bound, not an expected wait.
+INIT_WAIT_S = 5.0
+_BEING_MADE = frozenset({MARKER_NAME, BLOCKS_DIR})  # what another opener's making leaves in root
 # A temp file older than this belongs to no live writer: a 16 MiB block takes well under a second
 # to write, so an hour leaves room for stalled disks and suspended machines.
 DEFAULT_SWEEP_AGE = 3600.0
@@ -525,14 +529,15 @@ class FileBlockStore:
             if marker.is_file():
                 self._check_marker(marker)
             elif create:
-                self._initialise()
-                created = True
+                created = self._initialise(marker)
+                if not created:
+                    self._check_marker(marker)
             else:
                 raise BlockStoreError(
                     f"{self.root} is not a hearth block store (it has no {MARKER_NAME} file)"
                 )
             if not self.blocks.is_dir():
-                self.blocks.mkdir()
+                self.blocks.mkdir(exist_ok=True)  # another opener may make it meanwhile
                 if fsync:
                     fsync_directory(self.root)
             # A store made here gets all 1,024 shards at once (one directory fsync for them all,
@@ -568,18 +573,44 @@ class FileBlockStore:
             )
         raise BlockStoreError(f"{marker} is not a hearth block store marker")
 
-    def _initialise(self) -> None:
+    def _initialise(self, marker: Path) -> bool:
+        """Make the store; False when another opener made it meanwhile (its marker is there).
+
+        Several processes of one service may open one new store at once. The second sees the
+        first's marker being written (a ``.tmp-`` file in ``root``, then the marker): that is a
+        store being made, not a foreign directory, so it waits for the marker, briefly."""
         if self.root.exists():
             if not self.root.is_dir():
                 raise BlockStoreError(f"{self.root} exists and is not a directory")
             if any(self.root.iterdir()):
+                if self._made_by_another(marker):
+                    return False
                 raise BlockStoreError(
                     f"{self.root} is not empty and has no {MARKER_NAME} file: "
                     "refusing to make a block store in it"
                 )
         else:
             make_directories(self.root, fsync=self._files.fsync)
-        self._files.write(self.root / MARKER_NAME, MARKER_TEXT.encode("ascii"))
+        # Two openers that both found it empty both write the same marker: the last rename
+        # wins, with the same bytes.
+        self._files.write(marker, MARKER_TEXT.encode("ascii"))
+        return True
+
+    def _made_by_another(self, marker: Path) -> bool:
+        """Whether ``root`` holds only what making a store writes (a temp file, the marker,
+        ``blocks/`` and its shards) and the marker appears within ``INIT_WAIT_S``."""
+        deadline = time.monotonic() + INIT_WAIT_S
+        while True:
+            if marker.is_file():
+                return True
+            names = {entry.name for entry in self.root.iterdir()}
+            # The marker may land between the check above and this listing: not foreign.
+            foreign = {
+                n for n in names if not n.startswith(TEMP_PREFIX) and n not in _BEING_MADE
+            }
+            if foreign or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
 
     def _path(self, cid: str) -> Path:
         return self.blocks / shard_of(cid) / cid
