@@ -605,9 +605,7 @@ class FileBlockStore:
                 return True
             names = {entry.name for entry in self.root.iterdir()}
             # The marker may land between the check above and this listing: not foreign.
-            foreign = {
-                n for n in names if not n.startswith(TEMP_PREFIX) and n not in _BEING_MADE
-            }
+            foreign = {n for n in names if not n.startswith(TEMP_PREFIX) and n not in _BEING_MADE}
             if foreign or time.monotonic() >= deadline:
                 return False
             time.sleep(0.01)
