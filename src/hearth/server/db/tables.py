@@ -204,7 +204,9 @@ memories = Table(
     Column("elevated_at", DateTime, nullable=True),
     Column("expression_patch", JSON, nullable=True),
     # The wake's selection: one identity's memories of one tier, newest first.
-    Index("ix_memories_wake", "project_id", "identity_id", "tier", "created_at"),
+    # The wake's per-tier queries take (created_at, id) order from this one (migration 0009).
+    Index("ix_memories_wake", "project_id", "identity_id", "tier", "created_at", "id"),
+    Index("ix_memories_identity_tier", "identity_id", "tier"),  # shaping: the elevated ones
     Index("ix_memories_project_created", "project_id", "created_at", "id"),
     Index("ix_memories_identity_elevated", "identity_id", "elevated_at", "id"),
 )

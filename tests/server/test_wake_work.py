@@ -1,0 +1,212 @@
+"""The wake's memory queries do work bounded by what they return, not by the size of the store.
+
+The work is counted, not read from a plan's wording (a plan that says SEARCH may still walk a
+whole project): each statement the wake's memory selection and its shaping run is executed again
+and measured. On SQLite, by the virtual machine steps its progress handler counts; on PostgreSQL,
+by the rows every node of ``EXPLAIN (ANALYZE, BUFFERS)`` touched (returned, and removed by a
+filter) plus the pages it read, with sequential scans off so that the question is whether an
+index serves the query, not whether a small table is cheaper to scan. The same measure at two
+sizes of the store must not grow with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from hearth.server.db.engine import utcnow
+from hearth.server.db.tables import identities, memories
+from hearth.server.services import identities as identity_service
+from hearth.server.services import memories as memory_service
+from hearth.server.services.wake import MEMORY_LIMIT
+
+from .live import Live, live_on
+from .test_edge_text import in_db
+from .test_memories import Owner
+
+SMALL, LARGE = 300, 3_000  # memories in the project at the two measurements
+ELEVATED = 15  # the identity's foundational and constitutive memories: the same at both sizes
+Statement = tuple[str, Any]
+
+
+def seed(live: Live, project_id: str, identity_id: str, other_id: str, count: int) -> None:
+    """``count`` episodic memories within the wake's horizon, spread over the identity, another
+    identity and the project level."""
+
+    def insert(conn: sa.Connection) -> None:
+        now = utcnow()
+        conn.execute(
+            memories.insert(),
+            [
+                {
+                    "id": str(uuid.uuid4()),
+                    "project_id": project_id,
+                    "identity_id": (identity_id, other_id, None)[index % 3],
+                    "tier": "episodic",
+                    "key": None,
+                    "content": f"memory {index}",
+                    "created_at": now - timedelta(minutes=index % 600),
+                    "elevated_at": None,
+                    "expression_patch": None,
+                }
+                for index in range(count)
+            ],
+        )
+
+    in_db(live, insert)
+
+
+def seed_elevated(live: Live, project_id: str, identity_id: str) -> None:
+    def insert(conn: sa.Connection) -> None:
+        now = utcnow()
+        conn.execute(
+            memories.insert(),
+            [
+                {
+                    "id": str(uuid.uuid4()),
+                    "project_id": project_id,
+                    "identity_id": identity_id,
+                    "tier": ("foundational", "constitutive")[index % 2],
+                    "key": None,
+                    "content": f"elevated {index}",
+                    "created_at": now - timedelta(days=index),
+                    "elevated_at": now - timedelta(days=index),
+                    "expression_patch": {"register_append": f"r{index}"},
+                }
+                for index in range(ELEVATED)
+            ],
+        )
+
+    in_db(live, insert)
+
+
+def wake_reads(project_id: str, identity_id: str) -> Callable[[sa.Connection], None]:
+    """The wake's memory reads for a focus and for the project, and the focus's shaping."""
+
+    def run(conn: sa.Connection) -> None:
+        memory_service.select_for_wake(
+            conn, project_id, identity_id, MEMORY_LIMIT, include_project_level=True
+        )
+        memory_service.select_for_wake(conn, project_id, None, MEMORY_LIMIT)
+        row = conn.execute(sa.select(identities).where(identities.c.id == identity_id)).one()
+        memory_service.shaping(conn, dict(row._mapping))
+
+    return run
+
+
+def _captured(
+    engine: sa.Engine, conn: sa.Connection, fn: Callable[[sa.Connection], None]
+) -> list[Statement]:
+    statements: list[Statement] = []
+
+    def capture(_c: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    sa.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        fn(conn)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", capture)
+    return [s for s in statements if "memories" in s[0]]
+
+
+def sqlite_work(database_url: str, fn: Callable[[sa.Connection], None]) -> int:
+    path = database_url.split("///", 1)[1]
+    engine = sa.create_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as conn:
+            statements = _captured(engine, conn, fn)
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            steps = [0]
+
+            def step() -> int:
+                steps[0] += 1
+                return 0  # go on
+
+            for statement, parameters in statements:
+                raw.set_progress_handler(step, 1)
+                try:
+                    conn.exec_driver_sql(statement, parameters).all()
+                finally:
+                    raw.set_progress_handler(None, 1)
+            return steps[0]
+    finally:
+        engine.dispose()
+
+
+def _buffers(node: dict[str, Any]) -> int:
+    """Pages read by the node and its children (PostgreSQL counts them cumulatively)."""
+    return int(node.get("Shared Hit Blocks", 0)) + int(node.get("Shared Read Blocks", 0))
+
+
+def _rows_touched(node: dict[str, Any]) -> int:
+    loops = int(node.get("Actual Loops", 1))
+    touched = int(node.get("Actual Rows", 0)) * loops
+    touched += int(node.get("Rows Removed by Filter", 0)) + int(
+        node.get("Rows Removed by Index Recheck", 0)
+    )
+    return touched + sum(_rows_touched(child) for child in node.get("Plans", []))
+
+
+def postgres_work(database_url: str, fn: Callable[[sa.Connection], None]) -> int:
+    async def run() -> int:
+        engine = create_async_engine(database_url)
+        try:
+            async with engine.connect() as conn:
+                statements = await conn.run_sync(
+                    lambda sync: _captured(engine.sync_engine, sync, fn)
+                )
+
+                def explain(sync: sa.Connection) -> int:
+                    sync.exec_driver_sql("SET enable_seqscan = off")
+                    total = 0
+                    for statement, parameters in statements:
+                        value = sync.exec_driver_sql(
+                            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}", parameters
+                        ).scalar()
+                        plan = json.loads(value) if isinstance(value, str) else value
+                        total += _rows_touched(plan[0]["Plan"]) + _buffers(plan[0]["Plan"])
+                    return total
+
+                return await conn.run_sync(explain)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_wakes_memory_reads_do_not_grow_with_the_store(backend: str, tmp_path: Path) -> None:
+    with live_on(backend, tmp_path) as live:
+        owner = Owner.new(live)
+        project_id = owner.reg["project"]["id"]
+
+        def second(conn: sa.Connection) -> str:
+            new = identity_service.NewIdentity(project_id=project_id, name="Other", origin="test")
+            return str(identity_service.create(conn, new)["id"])
+
+        other_id = in_db(live, second)
+        seed_elevated(live, project_id, owner.id)
+        measure = sqlite_work if backend == "sqlite" else postgres_work
+        reads = wake_reads(project_id, owner.id)
+        url = live.settings.database_url
+
+        seed(live, project_id, owner.id, other_id, SMALL)
+        small = measure(url, reads)
+        seed(live, project_id, owner.id, other_id, LARGE - SMALL)
+        large = measure(url, reads)
+
+    # Ten times the memories; the reads return the same (the limit, the same elevated ones), so
+    # the work may differ by a B-tree level, never by the store.
+    assert small > 0
+    assert large <= small * 1.2 + 50, (backend, small, large)
