@@ -21,11 +21,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import asyncpg
 import httpx2
 import pytest
+import sqlalchemy as sa
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -41,8 +42,11 @@ from hearth.proofs import (
     solve_pow,
 )
 from hearth.server.app import create_app
+from hearth.server.db import Database
 from hearth.server.serving import uvicorn_options
 from hearth.server.settings import Settings
+
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -109,6 +113,19 @@ def sqlite_settings(tmp_path: Any, **overrides: Any) -> Settings:
     }
     values.update(overrides)
     return Settings(**values)
+
+
+def in_db(live: Live, fn: Callable[[sa.Connection], T]) -> T:
+    """Run ``fn`` in one transaction on the service's database, beside the running service."""
+
+    async def run() -> T:
+        db = Database(live.settings.database_url)
+        try:
+            return await db.transaction(fn)
+        finally:
+            await db.dispose()
+
+    return asyncio.run(run())
 
 
 def database_url_or_skip() -> str:

@@ -42,7 +42,7 @@ from hearth.server.edge_text import (
     unreadable_json,
 )
 
-from .live import Live, Registered, fresh_postgres_database, live_on
+from .live import Live, Registered, fresh_postgres_database, in_db, live_on
 
 T = TypeVar("T")
 KINDS = ["sqlite", "postgresql"]
@@ -64,17 +64,6 @@ def live(
 @pytest.fixture(scope="module")
 def owner(live: Live) -> Registered:
     return Registered.new(live)
-
-
-def in_db(live: Live, fn: Callable[[sa.Connection], T]) -> T:
-    async def run() -> T:
-        db = Database(live.settings.database_url)
-        try:
-            return await db.transaction(fn)
-        finally:
-            await db.dispose()
-
-    return asyncio.run(run())
 
 
 def row_counts(live: Live) -> dict[str, int]:

@@ -5,10 +5,9 @@ as foundational, refusals that change nothing, the 402, and concurrent forks nev
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,13 +25,13 @@ from hearth.proofs import (
     memory_attestation_digest,
     sign_digest,
 )
-from hearth.server.db import Database
 from hearth.server.db.tables import identities, ledger, memories, wallets
 
 from .live import (
     Agent,
     Live,
     body_bytes,
+    in_db,
     live_on,
     raw_public,
     register,
@@ -50,19 +49,6 @@ def live(
 ) -> Iterator[Live]:
     with live_on(request.param, tmp_path_factory.mktemp(f"forks_{request.param}")) as service:
         yield service
-
-
-def in_db(live: Live, fn: Callable[[sa.Connection], T]) -> T:
-    """Run ``fn`` in one transaction on the service's database, beside the running service."""
-
-    async def run() -> T:
-        db = Database(live.settings.database_url)
-        try:
-            return await db.transaction(fn)
-        finally:
-            await db.dispose()
-
-    return asyncio.run(run())
 
 
 @dataclass

@@ -20,9 +20,9 @@ from hearth.proofs import b64_decode, b64_encode
 from hearth.server.db.tables import identities, template_purchases, templates
 from hearth.server.services import templates as template_service
 
-from .live import Live, raw_public, register
+from .live import Live, in_db, live_on, raw_public, register
 from .live import paged as paged_ids
-from .test_forks import GRANT, in_db, live_on
+from .test_forks import GRANT
 from .test_openapi_fuzz import conforms
 
 HEARTHKEEPER = "6d1f0c2e-5b7a-4c1e-9f3a-2a8e4b1c0001"  # free

@@ -5,7 +5,6 @@ of 10,000 memories and 100 runtimes with thoughts."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,7 +16,6 @@ import pytest
 import schemathesis
 import sqlalchemy as sa
 
-from hearth.server.db import Database
 from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import (
     attestations,
@@ -36,6 +34,7 @@ from .live import (
     Live,
     database_url_or_skip,
     fresh_postgres_database,
+    in_db,
     live_service,
     register,
     sqlite_settings,
@@ -51,19 +50,6 @@ T = TypeVar("T")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     with live_service(sqlite_settings(tmp_path_factory.mktemp("wake"))) as service:
         yield service
-
-
-def in_db(live: Live, fn: Callable[[sa.Connection], T]) -> T:
-    """Run ``fn`` in one transaction on the service's database (both engines)."""
-
-    async def run() -> T:
-        db = Database(live.settings.database_url)
-        try:
-            return await db.transaction(fn)
-        finally:
-            await db.dispose()
-
-    return asyncio.run(run())
 
 
 def wake(owner: Owner, **params: Any) -> Any:

@@ -29,8 +29,7 @@ from hearth.server.services import identities as identity_service
 from hearth.server.services import memories as memory_service
 from hearth.server.services.wake import MEMORY_LIMIT
 
-from .live import Live, live_on
-from .test_edge_text import in_db
+from .live import Live, in_db, live_on
 from .test_memories import Owner
 
 SMALL, LARGE = 300, 3_000  # memories in the project at the two measurements
