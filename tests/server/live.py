@@ -68,9 +68,12 @@ class Live:
 
 
 @contextmanager
-def live_service(settings: Settings) -> Iterator[Live]:
+def live_service(settings: Settings, *, as_embedded: bool = False) -> Iterator[Live]:
+    """The app on a port of its own. Without a public address it is given its bound one, as
+    `hearth serve` does on loopback, unless ``as_embedded``: settings untouched, as an embedder
+    would serve it."""
     port = free_port()
-    if settings.public_base_url is None:
+    if settings.public_base_url is None and not as_embedded:
         # As `hearth serve` does on loopback: the public address is the bound one.
         settings = settings.model_copy(update={"public_base_url": f"http://127.0.0.1:{port}"})
     app = create_app(settings)

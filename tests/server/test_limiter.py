@@ -6,11 +6,13 @@ import asyncio
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -406,6 +408,7 @@ class RedisServer:
     def stop(self) -> None:
         if self.proc is None:
             return
+        self.proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
         self.proc.terminate()
         try:
             self.proc.wait(timeout=10)
@@ -415,17 +418,24 @@ class RedisServer:
         self.proc = None
 
 
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+@contextmanager
+def own_redis_server(tmp_path: Path, needed_for: str) -> Iterator[RedisServer]:
+    """A redis-server of the test's own on a free port (never the shared one), stopped after."""
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     if not os.access(binary, os.X_OK):
-        skip_or_fail("redis-server is not installed; needed to test a Redis outage")
+        skip_or_fail(f"redis-server is not installed; needed to test {needed_for}")
     server = RedisServer(binary, free_port(), tmp_path)
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    with own_redis_server(tmp_path, "a Redis outage") as server:
+        yield server
 
 
 async def test_outage_fails_open_then_recovers(redis_server: RedisServer) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,19 +14,14 @@ from typing import Any
 import httpx2
 import pytest
 import sqlalchemy as sa
-import uvicorn
 
 from hearth.adds import cid_for_bytes, validate
-from hearth.server.app import create_app
 from hearth.server.db import Database
-from hearth.server.serving import uvicorn_options
 from hearth.server.settings import Settings
 
 from .live import (
-    Live,
     Registered,
     database_url_or_skip,
-    free_port,
     fresh_postgres_database,
     live_service,
     sqlite_settings,
@@ -219,40 +213,12 @@ def test_a_burst_of_blocks_is_one_new_record(kind: str, tmp_path: Path) -> None:
 # --- an app served without `hearth serve` and without a public address --------------------------
 
 
-@contextmanager
-def served_as_is(settings: Settings) -> Iterator[str]:
-    """The app as an embedder serves it: its settings untouched (no public address)."""
-    app = create_app(settings)
-    port = free_port()
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        lifespan="on",
-        **uvicorn_options(settings, own_process=False),
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the service did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-
-
 def test_without_a_public_address_links_name_the_socket_and_no_record_is_signed(
     tmp_path: Path,
 ) -> None:
     settings = sqlite_settings(tmp_path)
     assert settings.public_base_url is None
-    with served_as_is(settings) as base:
-        live = Live(base, settings, None)
+    with live_service(settings, as_embedded=True) as live:
         with live.client() as public:
             packages = public.get("/.well-known/love-packages", headers={"Host": HOSTS[0]})
         with Registered.new(live).client() as client:
@@ -260,7 +226,7 @@ def test_without_a_public_address_links_name_the_socket_and_no_record_is_signed(
             refused = client.get("/v1/adds/provider-record", headers={"Host": HOSTS[0]})
     assert packages.status_code == 200
     assert "example:666" not in packages.text
-    assert base in packages.text
+    assert live.base_url in packages.text
     assert refused.status_code == 404
     assert refused.json()["error"] == "no_inventory"
     assert table_count(settings, "adds_provider_records") == 0

@@ -18,8 +18,6 @@ Needs redis-server (skipped without it, failed under CI=true).
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -30,7 +28,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from .live import Agent, Live, free_port, live_on, register
-from .test_limiter import RedisServer, skip_or_fail
+from .test_limiter import RedisServer, own_redis_server
 
 BACKENDS = ["sqlite", "postgresql"]
 ROUNDS = 8  # registrations, and as many memory writes, while Redis is down
@@ -39,17 +37,8 @@ WAIT_S = 20.0  # the most a counter may take to settle before the test fails
 
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not os.access(binary, os.X_OK):
-        skip_or_fail("redis-server is not installed; needed to test a hung Redis")
-    server = RedisServer(binary, free_port(), tmp_path)
-    server.start()
-    try:
+    with own_redis_server(tmp_path, "a hung Redis") as server:
         yield server
-    finally:
-        if server.proc is not None:
-            server.proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
-        server.stop()
 
 
 @contextmanager
