@@ -35,6 +35,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from .redis_calls import quick_client
+
 _log = structlog.get_logger("hearth.events")
 
 # Failures below redis-py's own exception mapping (DNS, our deadline) degrade the same way.
@@ -184,14 +186,9 @@ class EventBus:
         self._pub: redis_asyncio.Redis | None = None
         self._sub: redis_asyncio.Redis | None = None
         if url:
-            # One attempt under the deadline, like the limiter, never redis-py's retries of
-            # several seconds: the sender must not fall behind the mutations for long.
-            self._pub = redis_asyncio.Redis.from_url(
-                url,
-                socket_timeout=timeout_s,
-                socket_connect_timeout=timeout_s,
-                retry=Retry(NoBackoff(), 0),
-            )
+            # One attempt under the deadline, like the limiter (redis_calls.py): the sender
+            # must not fall behind the mutations for long.
+            self._pub = quick_client(url, timeout_s)
             # The subscriber waits for messages indefinitely; health checks notice a dead link.
             self._sub = redis_asyncio.Redis.from_url(
                 url,

@@ -28,9 +28,9 @@ from typing import Protocol, TypeVar
 import redis.asyncio as redis_asyncio
 import structlog
 from prometheus_client import CollectorRegistry, Counter
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+
+from .redis_calls import quick_client
 
 __all__ = [
     "Decision",
@@ -199,14 +199,8 @@ class RedisLimiter:
         self._timeout_s = timeout_s
         self._breaker_s = breaker_s
         self._clock = clock
-        # redis-py's defaults retry with backoff and wait seconds before giving up; a limiter
-        # sits in front of every request, so one attempt with short socket timeouts it is.
-        self._client: redis_asyncio.Redis = redis_asyncio.Redis.from_url(
-            url,
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            retry=Retry(NoBackoff(), 0),
-        )
+        # The limiter sits in front of requests: one attempt, bounded (redis_calls.py).
+        self._client: redis_asyncio.Redis = quick_client(url, timeout_s)
         self._script = self._client.register_script(_HIT_SCRIPT)
         self._open_until = 0.0
         self._healthy = True
