@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .direct import savepoint
@@ -227,4 +228,10 @@ def _sqlite_pragmas(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-__all__ = ["Database", "epoch_ms", "utcnow"]
+def dialect_insert(conn: Connection | AsyncConnection) -> Any:
+    """The connection's dialect's ``insert``, which has ``on_conflict_do_nothing`` and
+    ``on_conflict_do_update`` (spelled alike on PostgreSQL and SQLite; Core's has neither)."""
+    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+
+
+__all__ = ["Database", "dialect_insert", "epoch_ms", "utcnow"]

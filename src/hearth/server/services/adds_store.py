@@ -15,14 +15,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
 from hearth.adds.cid import cid_from_digest, cid_problem, decode_cid
 from hearth.adds.kinds import SIGNER_MEMBER
 
-from ..db.engine import utcnow
+from ..db.engine import dialect_insert, utcnow
 from ..db.tables import adds_blocks, adds_documents, adds_provider_records
 from ..errors import ApiError
 from . import cursors
@@ -90,17 +89,13 @@ def _page(rows: Sequence[Any], limit: int, view: Any) -> Page:
     return Page([view(row) for row in rows], next_cursor)
 
 
-def _insert(conn: AsyncConnection) -> Any:
-    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-
-
 # --- blocks -------------------------------------------------------------------------------------
 
 
 async def record_block(conn: AsyncConnection, project_id: str, cid: str, size: int) -> bool:
     """Record that the project holds the block; True when it did not hold it before."""
     result = await conn.execute(
-        _insert(conn)(adds_blocks)
+        dialect_insert(conn)(adds_blocks)
         .values(project_id=project_id, cid=cid, size=size, created_at=utcnow())
         .on_conflict_do_nothing(index_elements=["project_id", "cid"])
     )
@@ -191,7 +186,7 @@ def _document_row(project_id: str, stored: StoredDocument) -> dict[str, Any]:
 async def store_document(conn: AsyncConnection, project_id: str, stored: StoredDocument) -> bool:
     """Keep a valid document for the project; True when the project did not hold it before."""
     result = await conn.execute(
-        _insert(conn)(adds_documents)
+        dialect_insert(conn)(adds_documents)
         .values(**_document_row(project_id, stored))
         .on_conflict_do_nothing(index_elements=["project_id", "cid"])
     )

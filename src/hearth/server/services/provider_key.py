@@ -15,12 +15,11 @@ import anyio
 import structlog
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from hearth.adds import AddsError, b64url_encode
 from hearth.adds.keys import load_ed25519_private_key
 
-from ..db.engine import Database, utcnow
+from ..db.engine import Database, dialect_insert, utcnow
 from ..db.tables import provider_keys
 from ..settings import Settings
 from .sealing import SealError, associated_data, derive_key, open_sealed, seal
@@ -132,7 +131,7 @@ class ProviderKeyring:
         else:
             material, wrapping = seed, UNWRAPPED
         async with self.db.write() as conn:
-            insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+            insert = dialect_insert(conn)
             result = await conn.execute(
                 insert(provider_keys)
                 .values(

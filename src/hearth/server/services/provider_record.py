@@ -29,12 +29,11 @@ from urllib.parse import urlsplit
 import anyio
 import structlog
 from sqlalchemy import Row, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hearth.adds import Endpoint, InventoryItem, Role, build_provider_record
 
-from ..db.engine import Database, utcnow
+from ..db.engine import Database, dialect_insert, utcnow
 from ..db.tables import adds_provider_records
 from ..settings import Settings
 from . import adds_store
@@ -138,7 +137,7 @@ class ProviderRecords:
             supersedes=latest.cid if latest is not None else None,
         )
         async with self.db.write() as conn:
-            insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+            insert = dialect_insert(conn)
             result = await conn.execute(
                 insert(adds_provider_records)
                 .values(

@@ -15,9 +15,8 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 from sqlalchemy import Connection, bindparam, select
-from sqlalchemy.dialects import postgresql, sqlite
 
-from ..db.engine import Database
+from ..db.engine import Database, dialect_insert
 from ..db.tables import change_stamps
 
 log = structlog.get_logger("hearth.wake_stamps")
@@ -33,7 +32,7 @@ def current(conn: Connection, project_id: str) -> int:
 
 def bump(conn: Connection, project_id: str) -> None:
     """One increment, in the database: concurrent bumps from any process never lose one."""
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    insert = dialect_insert(conn)
     statement = insert(change_stamps).values(project_id=project_id, stamp=1)
     conn.execute(
         statement.on_conflict_do_update(
