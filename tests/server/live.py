@@ -42,7 +42,8 @@ from hearth.proofs import (
     solve_pow,
 )
 from hearth.server.app import create_app
-from hearth.server.db import Database
+from hearth.server.db import Database, counters
+from hearth.server.db.tables import wake_counts
 from hearth.server.serving import uvicorn_options
 from hearth.server.settings import Settings
 
@@ -129,6 +130,25 @@ def in_db(live: Live, fn: Callable[[sa.Connection], T]) -> T:
             await db.dispose()
 
     return asyncio.run(run())
+
+
+def counters_exact(live: Live) -> None:
+    """Every counter the database keeps for the wake (db/counters.py) equals the count of its
+    rows, and no count of rows lacks its counter."""
+
+    def check(conn: sa.Connection) -> None:
+        expected: dict[tuple[str, str, str], int] = {}
+        for counted in counters.COUNTED:
+            for project, scope, kind, total in conn.exec_driver_sql(counters.count_query(counted)):
+                expected[(project, scope, kind)] = int(total)
+        kept = {
+            (r.project_id, r.scope, r.kind): int(r.total)
+            for r in conn.execute(sa.select(wake_counts))
+            if r.total != 0
+        }
+        assert kept == expected
+
+    in_db(live, check)
 
 
 def database_url_or_skip() -> str:

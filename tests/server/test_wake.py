@@ -32,6 +32,7 @@ from hearth.server.services import wake as wake_service
 
 from .live import (
     Live,
+    counters_exact,
     database_url_or_skip,
     fresh_postgres_database,
     in_db,
@@ -360,6 +361,7 @@ def check_sequence(live: Live) -> None:
     assert balances == [120, 380]  # a bootstrapped wallet opens empty; 120 moved in
     assert document["you_are_greeted"]["pending_inbox"] == 2
     assert [f["name"] for f in document["you_bond"]["forks"]] == ["Wren II"]
+    counters_exact(live)
 
 
 def test_a_realistic_sequence_matches_its_golden_wake(live: Live) -> None:

@@ -24,13 +24,15 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hearth.server.db.engine import utcnow
-from hearth.server.db.tables import identities, memories
+from hearth.server.db.tables import identities, memories, runtimes
 from hearth.server.services import identities as identity_service
 from hearth.server.services import memories as memory_service
-from hearth.server.services.wake import MEMORY_LIMIT
+from hearth.server.services import wake as wake_service
+from hearth.server.services.wake import MEMORY_LIMIT, RUNTIME_LIMIT
 
-from .live import Live, in_db, live_on
+from .live import Live, counters_exact, in_db, live_on
 from .test_memories import Owner
+from .test_wake import runtime_row
 
 SMALL, LARGE = 300, 3_000  # memories in the project at the two measurements
 ELEVATED = 15  # the identity's foundational and constitutive memories: the same at both sizes
@@ -103,8 +105,9 @@ def wake_reads(project_id: str, identity_id: str) -> Callable[[sa.Connection], N
 
 
 def _captured(
-    engine: sa.Engine, conn: sa.Connection, fn: Callable[[sa.Connection], None]
+    engine: sa.Engine, conn: sa.Connection, fn: Callable[[sa.Connection], None], watched: str
 ) -> list[Statement]:
+    """The statements ``fn`` runs whose text contains ``watched`` ('' for all of them)."""
     statements: list[Statement] = []
 
     def capture(_c: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
@@ -115,15 +118,17 @@ def _captured(
         fn(conn)
     finally:
         sa.event.remove(engine, "before_cursor_execute", capture)
-    return [s for s in statements if "memories" in s[0]]
+    return [s for s in statements if watched in s[0]]
 
 
-def sqlite_work(database_url: str, fn: Callable[[sa.Connection], None]) -> int:
+def sqlite_work(
+    database_url: str, fn: Callable[[sa.Connection], None], watched: str = "memories"
+) -> int:
     path = database_url.split("///", 1)[1]
     engine = sa.create_engine(f"sqlite:///{path}")
     try:
         with engine.connect() as conn:
-            statements = _captured(engine, conn, fn)
+            statements = _captured(engine, conn, fn, watched)
             raw = conn.connection.driver_connection
             assert raw is not None
             steps = [0]
@@ -157,13 +162,15 @@ def _rows_touched(node: dict[str, Any]) -> int:
     return touched + sum(_rows_touched(child) for child in node.get("Plans", []))
 
 
-def postgres_work(database_url: str, fn: Callable[[sa.Connection], None]) -> int:
+def postgres_work(
+    database_url: str, fn: Callable[[sa.Connection], None], watched: str = "memories"
+) -> int:
     async def run() -> int:
         engine = create_async_engine(database_url)
         try:
             async with engine.connect() as conn:
                 statements = await conn.run_sync(
-                    lambda sync: _captured(engine.sync_engine, sync, fn)
+                    lambda sync: _captured(engine.sync_engine, sync, fn, watched)
                 )
 
                 def explain(sync: sa.Connection) -> int:
@@ -207,5 +214,57 @@ def test_the_wakes_memory_reads_do_not_grow_with_the_store(backend: str, tmp_pat
 
     # Ten times the memories; the reads return the same (the limit, the same elevated ones), so
     # the work may differ by a B-tree level, never by the store.
+    assert small > 0
+    assert large <= small * 1.2 + 50, (backend, small, large)
+
+
+def seed_runtimes(live: Live, project_id: str, identity_id: str, count: int) -> None:
+    def insert(conn: sa.Connection) -> None:
+        now = utcnow()
+        rows = [
+            runtime_row(str(uuid.uuid4()), project_id, identity_id, f"r{i}", now)
+            for i in range(count)
+        ]
+        conn.execute(runtimes.insert(), rows)
+
+    in_db(live, insert)
+
+
+def whole_wakes(project_id: str, identity_id: str) -> Callable[[sa.Connection], None]:
+    """The whole wake document, focused on the identity and for the project without a focus."""
+
+    def run(conn: sa.Connection) -> None:
+        wake_service.build(conn, project_id, identity_id)
+        wake_service.build(conn, project_id, None)
+
+    return run
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_whole_wake_does_not_grow_with_the_store(backend: str, tmp_path: Path) -> None:
+    """Every statement of the wake, counts included: ten times the memories and five times the
+    runtimes (both sizes past the wake's runtime limit, so both list the same number)."""
+    with live_on(backend, tmp_path) as live:
+        owner = Owner.new(live)
+        project_id = owner.reg["project"]["id"]
+
+        def second(conn: sa.Connection) -> str:
+            new = identity_service.NewIdentity(project_id=project_id, name="Other", origin="test")
+            return str(identity_service.create(conn, new)["id"])
+
+        other_id = in_db(live, second)
+        seed_elevated(live, project_id, owner.id)
+        measure = sqlite_work if backend == "sqlite" else postgres_work
+        wakes = whole_wakes(project_id, owner.id)
+        url = live.settings.database_url
+
+        seed(live, project_id, owner.id, other_id, SMALL)
+        seed_runtimes(live, project_id, owner.id, RUNTIME_LIMIT + 20)
+        small = measure(url, wakes, "")
+        seed(live, project_id, owner.id, other_id, LARGE - SMALL)
+        seed_runtimes(live, project_id, owner.id, 4 * RUNTIME_LIMIT)
+        large = measure(url, wakes, "")
+        counters_exact(live)
+
     assert small > 0
     assert large <= small * 1.2 + 50, (backend, small, large)

@@ -295,6 +295,8 @@ attestations = Table(
     Column("signature", String(88), nullable=False),
     Column("created_at", DateTime, nullable=False),
     Index("ix_attestations_subject_created", "subject_identity_id", "created_at", "id"),
+    # The wake's attestations given (migration 0010): the identity's own, not the project's.
+    Index("ix_attestations_attester_created", "attester_identity_id", "created_at", "id"),
 )
 
 
@@ -497,4 +499,16 @@ change_stamps = Table(
     metadata,
     Column("project_id", UUID, ForeignKey("projects.id"), primary_key=True),
     Column("stamp", BigInteger, nullable=False),
+)
+
+# The counts the wake shows, one row per (project, scope, kind), kept by triggers in the
+# transaction of every write to the counted tables (db/counters.py; migration 0010). ``scope`` is
+# an identity id, or '' for counts of the project (and for project-level memories).
+wake_counts = Table(
+    "wake_counts",
+    metadata,
+    Column("project_id", UUID, primary_key=True),
+    Column("scope", UUID, primary_key=True),
+    Column("kind", String(40), primary_key=True),
+    Column("total", BigInteger, nullable=False),
 )

@@ -14,23 +14,21 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
 
+from ..db import counters
 from ..db.engine import utcnow
 from ..db.tables import (
-    adds_blocks,
-    adds_documents,
     attestations,
     backups,
     chronicle,
     identities,
     inbox_messages,
-    memories,
     projects,
     runtimes,
     templates,
@@ -39,7 +37,7 @@ from ..db.tables import (
     wallets,
 )
 from . import memories as memory_service
-from . import wake_metadata
+from . import wake_counts, wake_metadata
 from .identities import expression_view, find
 from .times import iso
 
@@ -85,14 +83,18 @@ def build(
     the focus; with several (or none) the wake covers the project with no focal identity.
     """
     now = now or utcnow()
-    agents, active_total = _active_identities(conn, project_id)
-    focus = _focus(conn, project_id, identity_id, agents, active_total)
+    agents = _active_identities(conn, project_id)
+    # Fewer than the limit listed is the whole count; the focus rule needs no more than that.
+    listed_all = len(agents) < AGENT_LIMIT
+    focus = _focus(conn, project_id, identity_id, agents, len(agents) if listed_all else None)
     if focus.identity is not None and all(a["id"] != focus.identity["id"] for a in agents):
         # A resting (inactive) identity can still be woken by name; it keeps everything.
         agents.append(focus.identity)
     scope = [focus.identity] if focus.identity is not None else agents
     scope_ids = [row["id"] for row in scope]
     focus_id = focus.identity["id"] if focus.identity is not None else None
+    counts = wake_counts.read(conn, project_id, [wake_counts.PROJECT, *scope_ids])
+    active_total = len(agents) if listed_all else counts.of(counters.ACTIVE_IDENTITIES.kind)
     project = conn.execute(_PROJECT, {"project": project_id}).one()
     return {
         "document": DOCUMENT,
@@ -104,22 +106,18 @@ def build(
             "active_count": active_total,
         },
         "you_are_greeted": _greeted(conn, scope_ids),
-        "you_run": _runtimes(conn, project_id, now),
-        "you_own": _owned(conn, project_id),
-        "you_keep": _kept(conn, project_id, scope_ids),
-        "you_remember": _remembered(conn, project_id, focus_id, now),
-        "you_bond": _bonds(conn, project_id, scope),
+        "you_run": _runtimes(conn, project_id, now, counts),
+        "you_own": _owned(conn, project_id, counts),
+        "you_keep": _kept(conn, project_id, scope_ids, counts),
+        "you_remember": _remembered(conn, project_id, focus_id, now, counts),
+        "you_bond": _bonds(conn, project_id, scope, counts),
         "links": _links(focus_id),
     }
 
 
-def _active_identities(conn: Connection, project_id: str) -> tuple[list[dict[str, Any]], int]:
+def _active_identities(conn: Connection, project_id: str) -> list[dict[str, Any]]:
     rows = conn.execute(_ACTIVE, {"project": project_id, "limit": AGENT_LIMIT}).all()
-    listed = [dict(r._mapping) for r in rows]
-    total = len(listed)
-    if total == AGENT_LIMIT:
-        total = int(conn.execute(_ACTIVE_COUNT, {"project": project_id}).scalar_one())
-    return listed, total
+    return [dict(r._mapping) for r in rows]
 
 
 def _focus(
@@ -127,7 +125,7 @@ def _focus(
     project_id: str,
     identity_id: str | None,
     agents: list[dict[str, Any]],
-    active_total: int,
+    active_total: int | None,
 ) -> Focus:
     if identity_id is not None:
         # The same small 404 for another project's identity as for an unknown one.
@@ -191,11 +189,13 @@ def _greeted(conn: Connection, scope_ids: list[str]) -> dict[str, Any]:
     return {"agents": greeted[:GREETED_LIMIT], "senders": len(greeted), "pending_inbox": pending}
 
 
-def _runtimes(conn: Connection, project_id: str, now: datetime) -> dict[str, Any]:
+def _runtimes(
+    conn: Connection, project_id: str, now: datetime, counts: wake_counts.Counts
+) -> dict[str, Any]:
     rows = conn.execute(_RUNTIMES, {"project": project_id, "limit": RUNTIME_LIMIT}).all()
     count = len(rows)
     if count == RUNTIME_LIMIT:
-        count = int(conn.execute(_RUNTIME_COUNT, {"project": project_id}).scalar_one())
+        count = counts.of(counters.RUNTIMES.kind)
     recent: dict[str, tuple[int, datetime | None]] = {}
     if rows:
         for stat in conn.execute(
@@ -230,13 +230,13 @@ def _runtimes(conn: Connection, project_id: str, now: datetime) -> dict[str, Any
     return {"runtimes": entries, "count": count}
 
 
-def _owned(conn: Connection, project_id: str) -> dict[str, Any]:
+def _owned(conn: Connection, project_id: str, counts: wake_counts.Counts) -> dict[str, Any]:
     params = {"project": project_id}
     wallet_rows = conn.execute(_WALLETS, params).all()
     template_rows = conn.execute(_TEMPLATES, {**params, "limit": TEMPLATE_LIMIT}).all()
     published = len(template_rows)
     if published == TEMPLATE_LIMIT:
-        published = int(conn.execute(_TEMPLATE_COUNT, params).scalar_one())
+        published = counts.of(counters.TEMPLATES.kind)
     return {
         "wallets": [
             {
@@ -256,19 +256,21 @@ def _owned(conn: Connection, project_id: str) -> dict[str, Any]:
             ],
         },
         "adds": {
-            "blocks": int(conn.execute(_BLOCK_COUNT, params).scalar_one()),
-            "documents": int(conn.execute(_DOCUMENT_COUNT, params).scalar_one()),
+            "blocks": counts.of(counters.BLOCKS.kind),
+            "documents": counts.of(counters.DOCUMENTS.kind),
         },
     }
 
 
-def _kept(conn: Connection, project_id: str, scope_ids: list[str]) -> dict[str, Any]:
+def _kept(
+    conn: Connection, project_id: str, scope_ids: list[str], counts: wake_counts.Counts
+) -> dict[str, Any]:
     """Names and counts only: a vault value or a backup blob never enters the wake."""
     params = {"project": project_id}
     names = [r.name for r in conn.execute(_VAULT_NAMES, {**params, "limit": VAULT_NAME_LIMIT})]
     count = len(names)
     if count == VAULT_NAME_LIMIT:
-        count = int(conn.execute(_VAULT_COUNT, params).scalar_one())
+        count = counts.of(counters.VAULT.kind)
     found = {r.agent_id: r for r in conn.execute(_BACKUPS, {"ids": scope_ids})} if scope_ids else {}
     key_backups = [
         {
@@ -283,23 +285,21 @@ def _kept(conn: Connection, project_id: str, scope_ids: list[str]) -> dict[str, 
 
 
 def _remembered(
-    conn: Connection, project_id: str, focus_id: str | None, now: datetime
+    conn: Connection,
+    project_id: str,
+    focus_id: str | None,
+    now: datetime,
+    counted: wake_counts.Counts,
 ) -> dict[str, Any]:
     """With a focus: its selection plus the project-level memories, and their counts. Without
     one: the project-level selection, and the counts of the whole project."""
     selected = memory_service.select_for_wake(
         conn, project_id, focus_id, MEMORY_LIMIT, now=now, include_project_level=True
     )
-    counts = dict.fromkeys(memory_service.TIERS, 0)
     if focus_id is None:
-        count_rows: Sequence[Any] = conn.execute(_TIER_COUNTS, {"project": project_id}).all()
+        counts = wake_counts.memory_totals(conn, project_id)
     else:
-        count_rows = [
-            *conn.execute(_IDENTITY_TIER_COUNTS, {"project": project_id, "identity": focus_id}),
-            *conn.execute(_PROJECT_LEVEL_TIER_COUNTS, {"project": project_id}),
-        ]
-    for row in count_rows:
-        counts[row.tier] = counts.get(row.tier, 0) + int(row.total)
+        counts = counted.tiers([focus_id, wake_counts.PROJECT])
     if focus_id is None:
         entries = conn.execute(
             _PROJECT_CHRONICLE, {"project": project_id, "limit": CHRONICLE_LIMIT}
@@ -339,7 +339,9 @@ def _memory(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _bonds(conn: Connection, project_id: str, scope: list[dict[str, Any]]) -> dict[str, Any]:
+def _bonds(
+    conn: Connection, project_id: str, scope: list[dict[str, Any]], counts: wake_counts.Counts
+) -> dict[str, Any]:
     scope_ids = [row["id"] for row in scope]
     received: dict[str, Any] = {"count": 0, "recent": []}
     given: dict[str, Any] = {"count": 0, "recent": []}
@@ -348,12 +350,12 @@ def _bonds(conn: Connection, project_id: str, scope: list[dict[str, Any]]) -> di
     if scope_ids:
         ids = {"ids": scope_ids}
         received = {
-            "count": int(conn.execute(_RECEIVED_COUNT, ids).scalar_one()),
+            "count": counts.of(counters.RECEIVED.kind, scope_ids),
             "recent": [_attestation(r) for r in conn.execute(_RECEIVED, ids)],
         }
         mine = {"project": project_id, **ids}
         given = {
-            "count": int(conn.execute(_GIVEN_COUNT, mine).scalar_one()),
+            "count": counts.of(counters.GIVEN.kind, scope_ids),
             "recent": [_attestation(r) for r in conn.execute(_GIVEN, mine)],
         }
         parent_ids = sorted({r["parent_identity_id"] for r in scope if r["parent_identity_id"]})
@@ -435,7 +437,6 @@ _ACTIVE = (
     .order_by(identities.c.created_at, identities.c.id)
     .limit(bindparam("limit"))
 )
-_ACTIVE_COUNT = select(func.count()).select_from(identities).where(*_ACTIVE_WHERE)
 
 _latest = func.max(inbox_messages.c.created_at).label("latest_at")
 _PENDING_BY_SENDER = (
@@ -474,7 +475,6 @@ _RUNTIMES = (
     .order_by(runtimes.c.created_at, runtimes.c.id)
     .limit(bindparam("limit"))
 )
-_RUNTIME_COUNT = select(func.count()).select_from(runtimes).where(*_LIVE_RUNTIMES)
 _THOUGHTS_SINCE = (
     select(
         thoughts.c.runtime_id,
@@ -496,32 +496,12 @@ _TEMPLATES = (
     .order_by(templates.c.created_at.desc(), templates.c.id.desc())
     .limit(bindparam("limit"))
 )
-_TEMPLATE_COUNT = (
-    select(func.count())
-    .select_from(templates)
-    .where(templates.c.publisher_project_id == bindparam("project"))
-)
-_BLOCK_COUNT = (
-    select(func.count())
-    .select_from(adds_blocks)
-    .where(adds_blocks.c.project_id == bindparam("project"))
-)
-_DOCUMENT_COUNT = (
-    select(func.count())
-    .select_from(adds_documents)
-    .where(adds_documents.c.project_id == bindparam("project"))
-)
 
 _VAULT_NAMES = (
     select(vault_secrets.c.name)
     .where(vault_secrets.c.project_id == bindparam("project"))
     .order_by(vault_secrets.c.name)
     .limit(bindparam("limit"))
-)
-_VAULT_COUNT = (
-    select(func.count())
-    .select_from(vault_secrets)
-    .where(vault_secrets.c.project_id == bindparam("project"))
 )
 _BACKUPS = (
     select(
@@ -533,25 +513,6 @@ _BACKUPS = (
     .group_by(backups.c.agent_id)
 )
 
-_tier_count = (memories.c.tier, func.count().label("total"))
-_TIER_COUNTS = (
-    select(*_tier_count)
-    .where(memories.c.project_id == bindparam("project"))
-    .group_by(memories.c.tier)
-)
-_IDENTITY_TIER_COUNTS = (
-    select(*_tier_count)
-    .where(
-        memories.c.project_id == bindparam("project"),
-        memories.c.identity_id == bindparam("identity"),
-    )
-    .group_by(memories.c.tier)
-)
-_PROJECT_LEVEL_TIER_COUNTS = (
-    select(*_tier_count)
-    .where(memories.c.project_id == bindparam("project"), memories.c.identity_id.is_(None))
-    .group_by(memories.c.tier)
-)
 _CHRONICLE_COLUMNS = (
     chronicle.c.id,
     chronicle.c.kind,
@@ -583,19 +544,17 @@ _ATTESTATION_COLUMNS = (
 )
 _NEWEST_ATTESTATIONS = (attestations.c.created_at.desc(), attestations.c.id.desc())
 _RECEIVED_WHERE = attestations.c.subject_identity_id.in_(_IDS)
-_RECEIVED_COUNT = select(func.count()).select_from(attestations).where(_RECEIVED_WHERE)
 _RECEIVED = (
     select(*_ATTESTATION_COLUMNS)
     .where(_RECEIVED_WHERE)
     .order_by(*_NEWEST_ATTESTATIONS)
     .limit(BOND_LIMIT)
 )
-# attester_identity_id has no index of its own: the project's range is the one read.
+# ix_attestations_attester_created serves this (migration 0010).
 _GIVEN_WHERE = (
     attestations.c.project_id == bindparam("project"),
     attestations.c.attester_identity_id.in_(_IDS),
 )
-_GIVEN_COUNT = select(func.count()).select_from(attestations).where(*_GIVEN_WHERE)
 _GIVEN = (
     select(*_ATTESTATION_COLUMNS)
     .where(*_GIVEN_WHERE)
