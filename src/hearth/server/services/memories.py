@@ -22,7 +22,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import Connection, Select, bindparam, delete, func, select, update
 
 from hearth.adds.ed25519 import encoding_problem
 from hearth.proofs import (
@@ -525,26 +525,51 @@ def select_for_wake(
         for scope in scopes:
             if len(picked) >= limit:
                 break
-            conditions = [
-                memories.c.project_id == project_id,
-                memories.c.identity_id == scope
-                if scope is not None
-                else memories.c.identity_id.is_(None),
-                memories.c.tier == tier,
-            ]
-            if tier == "episodic":
-                conditions.append(memories.c.created_at >= now - WAKE_HORIZON)
-            rows = conn.execute(
-                select(memories)
-                .where(*conditions)
-                .order_by(memories.c.created_at.desc(), memories.c.id.desc())
-                .limit(limit - len(picked))
-            )
-            tier_rows.extend(dict(r._mapping) for r in rows)
+            params = {
+                "project": project_id,
+                "identity": scope,
+                "tier": tier,
+                "since": now - WAKE_HORIZON,
+                "limit": limit - len(picked),
+            }
+            statement = _WAKE_TIER[(scope is None, tier == "episodic")]
+            tier_rows.extend(dict(r._mapping) for r in conn.execute(statement, params))
         tier_rows.sort(key=lambda m: (m["created_at"], m["id"]), reverse=True)
         picked.extend(tier_rows[: limit - len(picked)])
     attestations = _attestations_of(conn, [m["id"] for m in picked if m["tier"] == "constitutive"])
     return [view(m, now, attestations.get(m["id"])) for m in picked]
+
+
+def _wake_tier(project_level: bool, within_horizon: bool) -> Select[Any]:
+    """One tier of one scope, newest first, up to a limit: one range of ix_memories_wake.
+
+    Only episodic memories have a horizon. An elevated tier gets no ``created_at`` bound at
+    all: PostgreSQL took ``created_at >= epoch`` for a reason to walk the project's
+    ``ix_memories_project_created`` backwards, filtering (tests/server/test_wake_work.py).
+    """
+    conditions = [
+        memories.c.project_id == bindparam("project"),
+        memories.c.identity_id.is_(None)
+        if project_level
+        else memories.c.identity_id == bindparam("identity"),
+        memories.c.tier == bindparam("tier"),
+    ]
+    if within_horizon:
+        conditions.append(memories.c.created_at >= bindparam("since"))
+    return (
+        select(memories)
+        .where(*conditions)
+        .order_by(memories.c.created_at.desc(), memories.c.id.desc())
+        .limit(bindparam("limit"))
+    )
+
+
+# Built once, keyed by (project level, within the horizon).
+_WAKE_TIER = {
+    (project_level, horizon): _wake_tier(project_level, horizon)
+    for project_level in (False, True)
+    for horizon in (False, True)
+}
 
 
 def apply_patch(expression: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
