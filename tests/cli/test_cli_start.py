@@ -1,0 +1,209 @@
+"""``hearth`` imports only what the command line asks for, and shows the same help as before.
+
+The top-level commands load lazily (``hearth.cli.main.COMMANDS``): ``hearth --help`` lists them
+from the table without importing their modules, and ``hearth GROUP ...`` imports that group's
+module only. These tests check which modules a fresh process imported (never how long it took:
+bench/cli_start.py measures that), and that the table cannot drift from the real commands.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+import typer.main
+from typer import _click
+from typer.testing import CliRunner
+
+from hearth.cli import main as cli_main
+from hearth.cli.main import COMMANDS, app, load_command
+
+# Each of these costs tens to hundreds of milliseconds to import, and no help page needs one
+# unless it is the help of the command that uses it.
+HEAVY = (
+    "httpx",
+    "httpx2",
+    "rich.progress",
+    "websockets",
+    "cryptography.hazmat",
+    "nacl",
+    "hearth.client",
+    "hearth.adds",
+    "hearth.server",
+    "hearth.proofs",
+    "sqlalchemy",
+    "fastapi",
+    "uvicorn",
+    "anthropic",
+    "openai",
+    "importlib.metadata",
+)
+COMMAND_MODULES = sorted({entry.module for entry in COMMANDS.values()})
+GROUPS = [name for name, entry in COMMANDS.items() if entry.attribute == "app"]
+
+# What the entry point script does (``hearth = "hearth.cli.main:app"``), then the modules the
+# process holds once the command has run, written where the test can read them.
+PROBE = """
+import json, sys
+out = sys.argv.pop(1)
+from hearth.cli.main import app
+try:
+    app()
+finally:
+    with open(out, "w") as f:
+        json.dump(sorted(sys.modules), f)
+"""
+
+
+def run_cli(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    out = tmp_path / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    return done, set(json.loads(out.read_text()))
+
+
+def loaded(modules: set[str], prefixes: tuple[str, ...] | list[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def listed_names(help_text: str) -> list[str]:
+    """The command names in a help page's Commands panel, in order."""
+    panel = help_text.split("─ Commands ", 1)[1]
+    names = []
+    for line in panel.splitlines()[1:]:
+        if line.startswith("╰"):
+            break
+        first = line.strip("│ ").split(" ", 1)[0]
+        if first and line.startswith("│ ") and not line.startswith("│  "):
+            names.append(first)
+    return names
+
+
+def real_group_commands(name: str) -> list[str]:
+    group = load_command(name)
+    assert isinstance(group, typer.core.TyperGroup)
+    ctx = _click.Context(group)
+    commands = [group.get_command(ctx, n) for n in group.list_commands(ctx)]
+    return [c.name for c in commands if c is not None and c.name and not c.hidden]
+
+
+def test_top_level_help_imports_no_command_module(tmp_path: Path) -> None:
+    done, modules = run_cli(tmp_path, "--help")
+    assert done.returncode == 0, done.stderr
+    assert listed_names(done.stdout) == list(COMMANDS)
+    assert loaded(modules, list(HEAVY)) == []
+    assert loaded(modules, COMMAND_MODULES) == []
+
+
+def test_no_arguments_shows_the_help_without_imports(tmp_path: Path) -> None:
+    done, modules = run_cli(tmp_path)
+    assert done.returncode == 2
+    assert listed_names(done.stdout) == list(COMMANDS)
+    assert loaded(modules, list(HEAVY)) == []
+    assert loaded(modules, COMMAND_MODULES) == []
+
+
+@pytest.mark.parametrize("group", ["adds", "keys", "runtime"])
+def test_a_group_help_imports_that_group_only(tmp_path: Path, group: str) -> None:
+    done, modules = run_cli(tmp_path, group, "--help")
+    assert done.returncode == 0, done.stderr
+    assert listed_names(done.stdout) == real_group_commands(group)
+    own = COMMANDS[group].module
+    assert own in modules
+    others = [m for m in COMMAND_MODULES if m != own]
+    # adds.py registers the object commands of adds_objects.py; client_config and files are
+    # helpers every group shares, not commands.
+    assert loaded(modules, others) == []
+
+
+def test_a_sub_command_help_imports_that_group_only(tmp_path: Path) -> None:
+    done, modules = run_cli(tmp_path, "keys", "generate", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--out" in done.stdout
+    assert "hearth.cli.keys" in modules
+    assert loaded(modules, [m for m in COMMAND_MODULES if m != "hearth.cli.keys"]) == []
+
+
+def test_version_still_reads_the_installed_version(tmp_path: Path) -> None:
+    done, modules = run_cli(tmp_path, "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("hearth ")
+    assert "importlib.metadata" in modules
+    assert loaded(modules, COMMAND_MODULES) == []
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_the_table_matches_the_real_command(name: str) -> None:
+    entry = COMMANDS[name]
+    target = getattr(importlib.import_module(entry.module), entry.attribute)
+    assert isinstance(target, typer.Typer) == (entry.attribute == "app")
+    command = load_command(name)
+    assert command.name == name
+    assert not command.hidden
+    assert not command.deprecated
+    assert not getattr(command, "rich_help_panel", None)
+    # The line the Commands panel shows: the first paragraph of short_help or help.
+    shown = inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
+    assert shown == entry.summary
+
+
+def eager_app() -> typer.Typer:
+    """``hearth`` built the way it was before the table: every module imported, every command
+    registered on the app (single commands, then groups: the order typer lists them in)."""
+    eager = typer.Typer(
+        name="hearth",
+        help="hearth: a durable home for AI agents' identities and data.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for name, entry in COMMANDS.items():
+        target = getattr(importlib.import_module(entry.module), entry.attribute)
+        if isinstance(target, typer.Typer):
+            eager.add_typer(target, name=name)
+        else:
+            eager.command(name)(target)
+    eager.callback()(cli_main.main)
+    return eager
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        [],
+        ["regster"],
+        ["adds", "--help"],
+        ["adds", "nope"],
+        ["memory", "add", "--help"],
+        ["backup"],
+        ["serve", "--help"],
+        ["--version"],
+    ],
+)
+def test_the_lazy_app_answers_as_the_eager_one(args: list[str]) -> None:
+    runner = CliRunner()
+    lazy = runner.invoke(app, args, terminal_width=100)
+    eager = runner.invoke(eager_app(), args, terminal_width=100)
+    assert (lazy.exit_code, lazy.output) == (eager.exit_code, eager.output)
+    assert lazy.output  # every one of these prints a help, a version or an error
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_help_resolves(name: str) -> None:
+    result = CliRunner().invoke(app, [name, "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert f"hearth {name}" in result.output
