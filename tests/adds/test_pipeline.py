@@ -386,3 +386,159 @@ def test_publish_workers_are_still_checked_for_a_batching_sink() -> None:
     with pytest.raises(AddsError) as excinfo:
         do_publish(b"x", BatchingStore(), workers=0)
     assert excinfo.value.problems[0].code == "publish.workers"
+
+
+# --- open into a positional target ------------------------------------------------------------
+
+
+class RecordingTarget:
+    """A PlaintextTarget in memory: every write_at by offset, the thread it came from, and
+    (optionally) a buffer of its own lent to each thread to decrypt into."""
+
+    def __init__(self, *, lend: bool) -> None:
+        self.lend = lend
+        self.writes: dict[int, bytes] = {}
+        self.threads: set[str] = set()
+        self.lent_written = 0
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def chunk_buffer(self, size: int) -> memoryview | None:
+        if not self.lend:
+            return None
+        self._local.lent = memoryview(bytearray(size))
+        return self._local.lent  # type: ignore[no-any-return]
+
+    def write_at(self, offset: int, data: bytes | memoryview) -> None:
+        with self._lock:
+            assert offset not in self.writes  # each chunk written once
+            self.writes[offset] = bytes(data)
+            self.threads.add(threading.current_thread().name)
+            if data is getattr(self._local, "lent", None):
+                self.lent_written += 1
+
+    def assembled(self) -> bytes:
+        out = bytearray()
+        for offset in sorted(self.writes):
+            assert offset == len(out)  # no gap, no overlap
+            out += self.writes[offset]
+        return bytes(out)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 5])
+@pytest.mark.parametrize("lend", [True, False])
+def test_open_into_a_target_writes_every_chunk_at_its_offset(workers: int, lend: bool) -> None:
+    data = pseudo_random(30 * CHUNK + 3, seed=21)
+    published, store = do_publish(data)
+    opened = open_object(
+        published.manifest,
+        grant_for(published),
+        BOXES[BOB],
+        Jittery(store.blocks),
+        now=NOW,
+        workers=workers,
+    )
+    assert opened.size == len(data)
+    assert opened.chunk_sizes == [CHUNK] * 30 + [3]
+    target = RecordingTarget(lend=lend)
+    progress: list[int] = []
+    assert opened.into(target, on_progress=progress.append) == len(data)
+    assert target.assembled() == data
+    assert progress == [CHUNK * n for n in range(1, 31)] + [len(data)]
+    assert target.lent_written == (31 if lend else 0)  # decrypted straight into the buffer
+    if workers > 1:
+        assert all(name.startswith("adds-open") for name in target.threads)
+
+
+def test_open_into_an_empty_object_writes_nothing() -> None:
+    published, store = do_publish(b"")
+    opened = open_object(published.manifest, grant_for(published), BOXES[BOB], store, now=NOW)
+    target = RecordingTarget(lend=True)
+    assert opened.into(target) == 0
+    assert target.assembled() == b""
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "open.block_missing",
+        "open.block_size_mismatch",
+        "open.block_cid_mismatch",
+        "open.decrypt_failed",
+    ],
+)
+@pytest.mark.parametrize("workers", [1, 3])
+def test_open_into_stops_at_a_bad_block_and_never_writes_it(code: str, workers: int) -> None:
+    data = pseudo_random(12 * CHUNK, seed=23)
+    published, store = do_publish(data)
+    if code == "open.decrypt_failed":
+        # A block of this object, hashed right, in the wrong place: only AES-GCM can tell.
+        chunks = published.manifest.document["chunks"]
+        store.blocks[chunks[6]["cid"]] = store.blocks[chunks[7]["cid"]]
+
+        class Trusting(Jittery):
+            verifies_blocks = True  # so the opener does not hash: the decryption must refuse
+
+        source: Jittery = Trusting(store.blocks)
+    else:
+        _bad_middle_block(code, published, store, 6)
+        source = Jittery(store.blocks)
+    opened = open_object(
+        published.manifest, grant_for(published), BOXES[BOB], source, now=NOW, workers=workers
+    )
+    target = RecordingTarget(lend=True)
+    with pytest.raises(OpenError) as excinfo:
+        opened.into(target)
+    assert excinfo.value.code == code
+    assert excinfo.value.problems[0].pointer == "/chunks/6"
+    assert 6 * CHUNK not in target.writes  # nothing of the refused chunk left the opener
+    for offset, written in target.writes.items():  # whatever was written is authentic
+        assert written == data[offset : offset + len(written)]
+    assert not [t for t in threading.enumerate() if t.name.startswith("adds-open")]
+
+
+def test_an_opened_object_is_read_once() -> None:
+    published, store = do_publish(pseudo_random(3 * CHUNK, seed=24))
+    opened = open_object(published.manifest, grant_for(published), BOXES[BOB], store, now=NOW)
+    opened.into(RecordingTarget(lend=False))
+    with pytest.raises(RuntimeError, match="read once"):
+        next(opened)
+    again = open_object(published.manifest, grant_for(published), BOXES[BOB], store, now=NOW)
+    next(again)
+    with pytest.raises(RuntimeError, match="read once"):
+        again.into(RecordingTarget(lend=False))
+
+
+class LendingStore(Jittery):
+    """A source that also lends its blocks (as the local stores do): each get_lent answers
+    with a view of a per-thread buffer that the thread's next call overwrites."""
+
+    def __init__(self, blocks: dict[str, bytes]) -> None:
+        super().__init__(blocks)
+        self.lent = 0
+        self._local = threading.local()
+
+    def get_lent(self, cid: str) -> memoryview:
+        data = self.get(cid)
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is None or len(buffer) < len(data):
+            buffer = self._local.buffer = bytearray(len(data))
+        buffer[: len(data)] = data
+        with self._lock:
+            self.lent += 1
+        return memoryview(buffer)[: len(data)]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_open_takes_lent_blocks_from_a_source_that_lends(workers: int) -> None:
+    data = pseudo_random(20 * CHUNK + 9, seed=25)
+    published, store = do_publish(data)
+    grant = grant_for(published)
+    source = LendingStore(store.blocks)
+    streamed = open_object(published.manifest, grant, BOXES[BOB], source, now=NOW, workers=workers)
+    assert b"".join(streamed) == data
+    target = RecordingTarget(lend=True)
+    opened = open_object(published.manifest, grant, BOXES[BOB], source, now=NOW, workers=workers)
+    opened.into(target)
+    assert target.assembled() == data
+    assert source.lent == 2 * 21  # every block of both opens, none through a copying get

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from hearth.blockstore.direct_io import ALIGN, KEEP, DirectIO, SequentialFile, padded
+from hearth.blockstore.direct_io import (
+    ALIGN,
+    KEEP,
+    DirectIO,
+    PositionalFile,
+    SequentialFile,
+    padded,
+)
 
 SIZES = [0, 1, ALIGN - 1, ALIGN, ALIGN + 1, 3 * ALIGN + 17, (1 << 20) + 16, KEEP + 1]
 
@@ -246,3 +253,101 @@ def test_closing_without_finishing_writes_out_no_partial_buffer(tmp_path: Path) 
     target.close()
     target.close()
     assert (tmp_path / "out").stat().st_size == (0 if takes_direct(tmp_path) else 3)
+
+
+# --- PositionalFile: pieces written at their offsets, from several threads ------------------
+
+
+def _layout(sizes: list[int]) -> list[tuple[int, int]]:
+    offsets, at = [], 0
+    for size in sizes:
+        offsets.append((at, size))
+        at += size
+    return offsets
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        [],
+        [0],
+        [1],
+        [ALIGN, ALIGN, 5],  # aligned: direct, the last piece padded then cut off
+        [1 << 20] * 5 + [ALIGN + 3],
+        [KEEP + ALIGN, 7],  # larger than a thread keeps its buffer: copied into a fresh one
+        [1000, 1000, 17],  # unaligned offsets: buffered
+    ],
+)
+@pytest.mark.parametrize("lend", [True, False])
+def test_a_positional_file_holds_its_pieces_whatever_the_order(
+    tmp_path: Path, sizes: list[int], lend: bool
+) -> None:
+    data = os.urandom(sum(sizes))
+    target = PositionalFile(tmp_path / "out", sizes, mode=0o600)
+    layout = _layout(sizes)
+
+    def put(place: tuple[int, int]) -> None:
+        offset, size = place
+        piece = data[offset : offset + size]
+        buffer = target.chunk_buffer(size) if lend else None
+        if buffer is None:
+            target.write_at(offset, piece)
+        else:
+            assert len(buffer) == size
+            buffer[:] = piece
+            target.write_at(offset, buffer)
+
+    with ThreadPoolExecutor(3) as pool:
+        list(pool.map(put, reversed(layout)))  # last first: the file grows out of order
+    target.finish()
+    assert target.size == len(data)
+    assert (tmp_path / "out").read_bytes() == data
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_positional_file_lends_aligned_buffers_only_when_it_writes_directly(
+    tmp_path: Path,
+) -> None:
+    aligned = PositionalFile(tmp_path / "a", [ALIGN * 2, 10])
+    unaligned = PositionalFile(tmp_path / "b", [ALIGN + 1, 10])
+    try:
+        buffer = aligned.chunk_buffer(ALIGN * 2)
+        if takes_direct(tmp_path):
+            assert buffer is not None
+            assert len(buffer) == ALIGN * 2
+            assert aligned.chunk_buffer(KEEP + 1) is None  # too large to keep: not lent
+        else:
+            assert buffer is None
+        assert unaligned.chunk_buffer(ALIGN + 1) is None  # buffered writes need no buffer
+    finally:
+        aligned.close()
+        unaligned.close()
+
+
+def test_a_positional_file_is_buffered_where_o_direct_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_open = os.open
+
+    def opening(path: object, flags: int, *args: int) -> int:
+        if flags & getattr(os, "O_DIRECT", 0):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", opening)
+    sizes = [ALIGN, ALIGN, 5]
+    data = os.urandom(sum(sizes))
+    target = PositionalFile(tmp_path / "out", sizes)
+    assert target.chunk_buffer(ALIGN) is None
+    for offset, size in reversed(_layout(sizes)):
+        target.write_at(offset, data[offset : offset + size])
+    target.finish()
+    assert (tmp_path / "out").read_bytes() == data
+
+
+def test_a_positional_file_replaces_an_older_one(tmp_path: Path) -> None:
+    (tmp_path / "out").write_bytes(b"x" * 100_000)
+    target = PositionalFile(tmp_path / "out", [5])
+    target.write_at(0, b"short")
+    target.finish()
+    assert (tmp_path / "out").read_bytes() == b"short"

@@ -519,3 +519,31 @@ def test_openers_of_one_new_store_at_once_all_get_it(tmp_path: Path) -> None:
         with FileBlockStore(root, create=False, fsync=False) as store:
             store.put(cid, data)
             assert store.get(cid) == data
+
+
+# --- get_lent: the same verified bytes, without a copy of their own -----------------------
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, (1 << 20) + 16])
+def test_get_lent_gives_what_get_gives(local_store: LocalStore, size: int) -> None:
+    cid, data = make_block(f"lent-{size}", size)
+    local_store.put(cid, data)
+    other_cid, other = make_block(f"lent-other-{size}", size + 1)
+    local_store.put(other_cid, other)
+    lent = local_store.get_lent(cid)
+    assert bytes(lent) == data == local_store.get(cid)
+    assert bytes(local_store.get_lent(other_cid)) == other
+
+
+@pytest.mark.parametrize("damage", [lambda data: data[:-1], lambda data: b"x" + data[1:]])
+def test_get_lent_refuses_a_damaged_or_missing_block_as_get_does(
+    local_store: LocalStore, damage: Callable[[bytes], bytes]
+) -> None:
+    cid, data = make_block("lent-damaged", 4096)
+    local_store.put(cid, data)
+    block_path(local_store, cid).write_bytes(damage(data))
+    with pytest.raises(BlockCorrupt, match="damaged"):
+        local_store.get_lent(cid)
+    absent, _ = make_block("lent-absent")
+    with pytest.raises(BlockNotFound):
+        local_store.get_lent(absent)

@@ -191,8 +191,15 @@ def test_keygen_writes_private_keys_and_prints_the_public_halves(tmp_path: Path)
 @pytest.mark.parametrize("layout", ["store", "plain"])
 @pytest.mark.parametrize(
     "shape",  # (plaintext size, --chunk-size, chunks)
-    [(0, "1MiB", 1), (1, "1MiB", 1), (5 * 1024 + 3, "1KiB", 6), (4096, "1KiB", 4)],
-    ids=["empty", "one-byte", "several", "boundary"],
+    [
+        (0, "1MiB", 1),
+        (1, "1MiB", 1),
+        (5 * 1024 + 3, "1KiB", 6),
+        (4096, "1KiB", 4),
+        # Chunks a multiple of the direct-I/O alignment: each written directly at its offset.
+        (3 * 4096 + 5, "4KiB", 4),
+    ],
+    ids=["empty", "one-byte", "several", "boundary", "aligned"],
 )
 def test_publish_grant_open_gives_back_the_same_bytes(
     tmp_path: Path, people: dict[str, Principal], layout: str, shape: tuple[int, str, int]

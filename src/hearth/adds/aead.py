@@ -45,6 +45,7 @@ __all__ = [
     "chunk_aad",
     "content_key_id",
     "decrypt_chunk",
+    "decrypt_chunk_into",
     "encrypt_chunk",
     "encrypt_chunk_into",
     "hkdf_sha256",
@@ -108,6 +109,24 @@ def _aes_gcm_decrypt(key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | m
         )
     try:
         return AESGCM(key).decrypt(nonce, ciphertext, aad)
+    except InvalidTag:
+        raise AddsError.single("crypto.decrypt_failed", "AES-GCM authentication failed") from None
+
+
+def _aes_gcm_decrypt_into(
+    key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | memoryview, out: memoryview
+) -> int:
+    """``_aes_gcm_decrypt`` written into ``out`` (exactly len(ciphertext) - 16 bytes long);
+    returns the length written. On ``crypto.decrypt_failed`` ``out`` may hold unauthenticated
+    bytes: the caller must not use them."""
+    _need_length(key, KEY_LENGTH, "crypto.key_length", "an AES-256-GCM key")
+    _need_length(nonce, NONCE_LENGTH, "crypto.nonce_length", "an AES-GCM nonce")
+    if len(ciphertext) < TAG_LENGTH:
+        raise AddsError.single(
+            "crypto.ciphertext_length", f"a ciphertext holds at least its {TAG_LENGTH}-byte tag"
+        )
+    try:
+        return AESGCM(key).decrypt_into(nonce, ciphertext, aad, out)
     except InvalidTag:
         raise AddsError.single("crypto.decrypt_failed", "AES-GCM authentication failed") from None
 
@@ -195,6 +214,21 @@ def decrypt_chunk(
     """The plaintext of one block; AddsError ``crypto.decrypt_failed`` when it does not
     authenticate (wrong key, nonce, context or index, or altered bytes)."""
     return _aes_gcm_decrypt(content_key, nonce, chunk_aad(aad_context, index), block)
+
+
+def decrypt_chunk_into(
+    content_key: bytes,
+    nonce: bytes,
+    aad_context: bytes,
+    index: int,
+    block: bytes | memoryview,
+    *,
+    out: memoryview,
+) -> int:
+    """``decrypt_chunk`` written into ``out``, which must be exactly ``len(block)`` - 16 bytes
+    (an output file's aligned write buffer); returns that length. When it raises, ``out`` may
+    hold unauthenticated bytes, which must not be used."""
+    return _aes_gcm_decrypt_into(content_key, nonce, chunk_aad(aad_context, index), block, out)
 
 
 # --- key wrap -------------------------------------------------------------------------------

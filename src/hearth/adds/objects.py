@@ -33,6 +33,7 @@ from .aead import (
     NONCE_LENGTH,
     content_key_id,
     decrypt_chunk,
+    decrypt_chunk_into,
     encrypt_chunk,
     encrypt_chunk_into,
     key_wrap_from_json,
@@ -56,7 +57,10 @@ __all__ = [
     "BufferingBlockBatch",
     "Document",
     "HashedBlock",
+    "LendingBlockSource",
     "OpenError",
+    "OpenedObject",
+    "PlaintextTarget",
     "Published",
     "check_delegation",
     "issue_grant",
@@ -196,8 +200,39 @@ class BlockSource(Protocol):
     def get(self, cid: str) -> bytes: ...
 
 
+@runtime_checkable
+class LendingBlockSource(Protocol):
+    """A ``BlockSource`` that can also hand out a block without a copy of its own:
+    ``get_lent(cid)`` answers as ``get`` does (same errors, same checks) but may return a view
+    of a buffer of the calling thread's, valid until that thread's next ``get`` or
+    ``get_lent``. The opener uses it when it decrypts each block at once in the thread that
+    fetched it (the local stores read blocks into such a buffer anyway)."""
+
+    def get(self, cid: str) -> bytes: ...
+
+    def get_lent(self, cid: str) -> bytes | memoryview: ...
+
+
 def _source_verifies(source: BlockSource) -> bool:
     return getattr(type(source), "verifies_blocks", False) is True
+
+
+@runtime_checkable
+class PlaintextTarget(Protocol):
+    """Where ``OpenedObject.into`` puts an object's plaintext: each chunk at its own offset,
+    from worker threads at once and in no promised order (a file written with ``pwrite``).
+
+    ``chunk_buffer(size)`` returns a writable view of exactly ``size`` bytes owned by the
+    calling thread to decrypt a chunk straight into, or None (the chunk then comes as
+    ``bytes``). ``write_at(offset, data)`` stores ``data`` at ``offset``; when ``data`` is the
+    view ``chunk_buffer`` just lent this thread, the target may write it without copying. Only
+    authentic plaintext is ever passed to ``write_at``; a lent view may hold unauthenticated
+    bytes after a failed decryption, and is then never written.
+    """
+
+    def chunk_buffer(self, size: int) -> memoryview | None: ...
+
+    def write_at(self, offset: int, data: bytes | memoryview) -> None: ...
 
 
 # --- plaintext sources ----------------------------------------------------------------------
@@ -824,7 +859,7 @@ def open_object(
     now: int,
     parents: Sequence[Document] = (),
     workers: int = 1,
-) -> Iterator[bytes]:
+) -> OpenedObject:
     """The plaintext of an object, one chunk at a time, in order.
 
     Everything ``unwrap_grant`` checks is checked before this returns, without fetching a
@@ -839,24 +874,40 @@ def open_object(
     ``workers`` > 1 fetches, checks and decrypts up to that many following chunks in threads
     while the caller handles the current one (memory: about 2 x ``workers`` + 1 chunks);
     chunks are still yielded in order, and a refusal surfaces at its own position.
+
+    The result is an ``OpenedObject``: iterate it, or call its ``into(target)`` to have the
+    workers write each chunk to a ``PlaintextTarget`` at its offset themselves (an output file:
+    the caller's thread then copies nothing). Blocks of a ``LendingBlockSource`` are taken
+    without a copy of their own.
     """
     if workers < 1:
         raise ValueError("workers is at least 1")
     manifest_doc, content_key = _authorise(grant, manifest, audience_private, now, parents)
-    return _decrypt_chunks(manifest_doc, content_key, source, workers)
+    return OpenedObject(_Chunks(manifest_doc, content_key, source), workers)
 
 
-def _decrypt_chunks(
-    manifest: dict[str, Any], content_key: bytes, source: BlockSource, workers: int
-) -> Iterator[bytes]:
-    aad_context = b64url_decode(manifest["encryption"]["aad_context"])
-    verify = not _source_verifies(source)
+class _Chunks:
+    """Fetching, checking and decrypting one chunk of an authorised object."""
 
-    def one(position: int, chunk: Mapping[str, Any]) -> bytes:
+    def __init__(self, manifest: dict[str, Any], content_key: bytes, source: BlockSource) -> None:
+        self.manifest = manifest
+        self.listed: list[Mapping[str, Any]] = manifest["chunks"]
+        self._key = content_key
+        self._source = source
+        self._aad_context = b64url_decode(manifest["encryption"]["aad_context"])
+        self._verify = not _source_verifies(source)
+        # A block is decrypted in the thread that fetched it, before that thread fetches
+        # another: a lent view is used up in time.
+        self._get: Callable[[str], bytes | memoryview] = (
+            source.get_lent if isinstance(source, LendingBlockSource) else source.get
+        )
+
+    def _block(self, position: int) -> bytes | memoryview:
+        chunk = self.listed[position]
         pointer = f"/chunks/{position}"
         cid = chunk["cid"]
         try:
-            block = source.get(cid)
+            block = self._get(cid)
         except LookupError:
             raise OpenError(
                 "open.block_missing", f"block {cid} of chunk {position} is missing", pointer
@@ -868,25 +919,148 @@ def _decrypt_chunks(
                 f" {chunk['ciphertext_size']}",
                 pointer,
             )
-        if verify and cid_for_bytes(block) != cid:
+        if self._verify and cid_for_bytes(block) != cid:
             raise OpenError(
                 "open.block_cid_mismatch",
                 f"the bytes fetched for chunk {position} are not block {cid}",
                 pointer,
             )
-        try:
-            return decrypt_chunk(
-                content_key, b64url_decode(chunk["nonce"]), aad_context, position, block
-            )
-        except AddsError:
-            raise OpenError(
-                "open.decrypt_failed",
-                f"chunk {position} does not decrypt: altered, or not this object's chunk"
-                f" {position}",
-                pointer,
-            ) from None
+        return block
 
-    listed = enumerate(manifest["chunks"])
+    def _refused(self, position: int) -> OpenError:
+        return OpenError(
+            "open.decrypt_failed",
+            f"chunk {position} does not decrypt: altered, or not this object's chunk {position}",
+            f"/chunks/{position}",
+        )
+
+    def plaintext(self, position: int) -> bytes:
+        block = self._block(position)
+        nonce = b64url_decode(self.listed[position]["nonce"])
+        try:
+            return decrypt_chunk(self._key, nonce, self._aad_context, position, block)
+        except AddsError:
+            raise self._refused(position) from None
+
+    def into(self, position: int, offset: int, target: PlaintextTarget) -> int:
+        """Chunk ``position`` decrypted and written to ``target`` at ``offset``; its size."""
+        block = self._block(position)
+        nonce = b64url_decode(self.listed[position]["nonce"])
+        size = len(block) - TAG_LENGTH
+        buffer = target.chunk_buffer(size)
+        try:
+            if buffer is None:
+                plaintext: bytes | memoryview = decrypt_chunk(
+                    self._key, nonce, self._aad_context, position, block
+                )
+            else:  # straight into the target's buffer: no copy of the plaintext of its own
+                decrypt_chunk_into(self._key, nonce, self._aad_context, position, block, out=buffer)
+                plaintext = buffer
+        except AddsError:
+            raise self._refused(position) from None
+        target.write_at(offset, plaintext)  # authentic: only now does any of it leave
+        return size
+
+
+class OpenedObject:
+    """An authorised object, read one of two ways (``open_object`` returns it):
+
+    - iterated: its plaintext chunks in order (see ``open_object``), or
+    - ``into(target)``: every chunk written to a ``PlaintextTarget`` at its offset by the
+      workers themselves, which spares the caller's thread every copy and write.
+
+    Only one of the two, once. ``size`` is the plaintext's size, from the manifest.
+    """
+
+    def __init__(self, chunks: _Chunks, workers: int) -> None:
+        self._chunks = chunks
+        self._workers = workers
+        self._iterator: Iterator[bytes] | None = None
+        self._used = False
+
+    @property
+    def size(self) -> int:
+        return int(self._chunks.manifest["plaintext"]["size"])
+
+    @property
+    def chunk_sizes(self) -> list[int]:
+        """The plaintext size of each chunk, in order (from the manifest)."""
+        return [int(chunk["ciphertext_size"]) - TAG_LENGTH for chunk in self._chunks.listed]
+
+    def __iter__(self) -> OpenedObject:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._iterator is None:
+            self._take()
+            self._iterator = _decrypt_chunks(self._chunks, self._workers)
+        return next(self._iterator)
+
+    def close(self) -> None:
+        """Stop an iteration early: nothing more is fetched (as a generator's ``close``)."""
+        if self._iterator is not None:
+            close = getattr(self._iterator, "close", None)
+            if close is not None:
+                close()
+
+    def _take(self) -> None:
+        if self._used:
+            raise RuntimeError("an opened object is read once: iterated or written into")
+        self._used = True
+
+    def into(
+        self, target: PlaintextTarget, *, on_progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Fetch, check and decrypt every chunk and write it to ``target`` at its offset (the
+        sum of the plaintext sizes before it); the number of bytes written, once every chunk
+        has been. Each chunk is checked exactly as when iterating and written only once it has
+        authenticated. On the first refusal in chunk order the OpenError (or the source's own
+        error) is raised and no further chunk is started; chunks after it may already have
+        been written, so the caller discards the target on any error. ``workers`` chunks are
+        worked on at once, each in its own thread (memory: about 2 x ``workers`` chunks);
+        ``on_progress`` receives the bytes written so far, in chunk order.
+        """
+        self._take()
+        chunks = self._chunks
+        offsets = list(itertools.accumulate(self.chunk_sizes, initial=0))
+        done = 0
+        if self._workers == 1:
+            for position in range(len(chunks.listed)):
+                done += chunks.into(position, offsets[position], target)
+                if on_progress is not None:
+                    on_progress(done)
+            return done
+        # Results are taken in chunk order, so the refusal reported is the first one in that
+        # order, as when iterating. A queued task holds no memory until it runs, so twice as
+        # many as there are workers are queued: a worker never waits for the caller's turn.
+        window = 2 * self._workers
+        positions = iter(range(len(chunks.listed)))
+        with ThreadPoolExecutor(self._workers, thread_name_prefix="adds-open") as pool:
+            pending: deque[Future[int]] = deque()
+            try:
+                for position in itertools.islice(positions, window):
+                    pending.append(pool.submit(chunks.into, position, offsets[position], target))
+                while pending:
+                    done += pending.popleft().result()
+                    following = next(positions, None)
+                    if following is not None:
+                        pending.append(
+                            pool.submit(chunks.into, following, offsets[following], target)
+                        )
+                    if on_progress is not None:
+                        on_progress(done)
+            finally:
+                for future in pending:  # after a refusal: start nothing more
+                    future.cancel()
+        return done
+
+
+def _decrypt_chunks(chunks: _Chunks, workers: int) -> Iterator[bytes]:
+    listed = enumerate(chunks.listed)
+
+    def one(position: int, _chunk: Mapping[str, Any]) -> bytes:
+        return chunks.plaintext(position)
+
     if workers == 1:
         for position, chunk in listed:
             yield one(position, chunk)

@@ -13,6 +13,8 @@ and CLI alike. Every store verifies on the way in and on the way out (sha2-256 a
 See docs/blockstore.md.
 """
 
+from typing import TYPE_CHECKING
+
 from .base import (
     MAX_BLOCK_SIZE,
     BlockCorrupt,
@@ -23,8 +25,10 @@ from .base import (
 )
 from .directory import DirectoryBlockStore
 from .fs import DEFAULT_SWEEP_AGE, MARKER_NAME, MARKER_TEXT, FileBlockStore
-from .http import HttpBlockStore
 from .open import CopyResult, copy_blocks, open_block_store
+
+if TYPE_CHECKING:
+    from .http import HttpBlockStore
 
 __all__ = [
     "DEFAULT_SWEEP_AGE",
@@ -43,3 +47,13 @@ __all__ = [
     "copy_blocks",
     "open_block_store",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The HTTP store brings in an HTTP client (about 0.1 s of imports): loaded when first used,
+    # so that a command working on local stores does not pay for it.
+    if name == "HttpBlockStore":
+        from .http import HttpBlockStore  # noqa: PLC0415
+
+        return HttpBlockStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

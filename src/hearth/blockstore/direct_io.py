@@ -23,6 +23,7 @@ import errno
 import mmap
 import os
 import threading
+from collections.abc import Sequence
 
 ALIGN = 4096  # covers every logical block size in use (512 and 4096)
 _O_DIRECT: int = getattr(os, "O_DIRECT", 0)
@@ -148,7 +149,36 @@ class DirectIO:
         with open(path, "rb") as file:
             return file.read()
 
+    def read_lent(self, path: os.PathLike[str] | str) -> bytes | memoryview:
+        """As ``read``, but where the file is read directly the bytes stay in this thread's
+        aligned buffer: a view valid until this thread's next ``read_lent``, ``read``,
+        ``lend`` or ``create`` on this object, which saves a copy of every byte."""
+        if self.enabled:
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | _O_DIRECT)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                if os.path.isdir(path):
+                    raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path)) from None
+                self.enabled = False
+            else:
+                try:
+                    read = self._read_into_buffer(fd)
+                finally:
+                    os.close(fd)
+                if read is not None:
+                    return read
+        with open(path, "rb") as file:
+            return file.read()
+
     def _read_direct(self, fd: int) -> bytes | None:
+        read = self._read_into_buffer(fd)
+        return None if read is None else bytes(read)
+
+    def _read_into_buffer(self, fd: int) -> memoryview | None:
+        """The file read into this thread's buffer (a view of what was read), or None where
+        the direct read is refused."""
         size = os.fstat(fd).st_size
         view = self._buffers.take(size)
         done = 0
@@ -163,7 +193,7 @@ class DirectIO:
             if got == 0:
                 break  # shorter than its size said: what is there is what it holds
             done += got
-        return bytes(view[:done])
+        return view[:done]
 
 
 class SequentialFile:
@@ -237,6 +267,91 @@ class SequentialFile:
             self._buffer = None
 
 
+class PositionalFile:
+    """A new file whose pieces arrive from several threads at once, each written at its own
+    offset (``hearth.adds.PlaintextTarget``: an opened object's plaintext, decrypted by the
+    workers straight into their buffers), then made durable: direct where possible.
+
+    ``pieces`` are the sizes of the pieces in file order. When every piece but the last is a
+    multiple of ``ALIGN`` long, so that every offset is aligned, each thread gets an aligned
+    buffer of its own (``chunk_buffer``) and its pieces are written directly, the last one
+    padded; ``finish`` cuts the file to its real size and fsyncs it. Otherwise, or where direct
+    I/O is refused, pieces are written buffered at their offsets.
+    """
+
+    def __init__(
+        self, path: os.PathLike[str] | str, pieces: Sequence[int], *, mode: int = 0o600
+    ) -> None:
+        self.path = path
+        self.size = sum(pieces)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+        aligned = all(piece % ALIGN == 0 for piece in pieces[:-1])
+        self._fd = -1
+        if _O_DIRECT and aligned and _pwrite is not None:
+            try:
+                self._fd = os.open(path, flags | _O_DIRECT, mode)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+        self._direct = self._fd >= 0
+        if not self._direct:
+            self._fd = os.open(path, flags, mode)
+        self._buffers = _Buffers()
+        self._lock = threading.Lock()  # only where there is no pwrite: seek and write together
+
+    def chunk_buffer(self, size: int) -> memoryview | None:
+        """This thread's aligned buffer, ``size`` bytes of it, to decrypt a piece into; None
+        when pieces are written buffered, or when the piece is larger than a thread keeps its
+        buffer (KEEP: ``write_at`` then copies it into one of its own)."""
+        if not self._direct or padded(size) > KEEP:
+            return None
+        view = self._buffers.take(size)[:size]
+        self._buffers.lent = view
+        return view
+
+    def write_at(self, offset: int, data: bytes | memoryview) -> None:
+        """Write ``data`` at ``offset`` (in any thread, in any order)."""
+        if not self._direct:
+            self._write_at(offset, memoryview(data))
+            return
+        size = len(data)
+        lent = data is self._buffers.lent
+        self._buffers.lent = None
+        view = self._buffers.take(size)
+        if not lent:
+            view[:size] = data
+        view[size:] = bytes(len(view) - size)  # padding: only a last piece has any, cut off
+        self._write_at(offset, view)
+
+    def _write_at(self, offset: int, view: memoryview) -> None:
+        if _pwrite is None:
+            with self._lock:
+                os.lseek(self._fd, offset, os.SEEK_SET)
+                write_all(self._fd, view)
+            return
+        while view:
+            written = _pwrite(self._fd, view, offset)
+            view, offset = view[written:], offset + written
+
+    def finish(self) -> None:
+        """Cut the file to its size, fsync and close it. Raises OSError when any of it fails
+        (the file is then closed)."""
+        try:
+            os.ftruncate(self._fd, self.size)
+            os.fsync(self._fd)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close without finishing (after a failure); the caller removes the file."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+_pwrite = getattr(os, "pwrite", None)  # not on Windows: a seek and a write under a lock there
+
+
 def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
@@ -244,4 +359,4 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
-__all__ = ["ALIGN", "KEEP", "DirectIO", "SequentialFile", "padded", "write_all"]
+__all__ = ["ALIGN", "KEEP", "DirectIO", "PositionalFile", "SequentialFile", "padded", "write_all"]

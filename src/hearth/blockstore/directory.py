@@ -86,6 +86,13 @@ class DirectoryBlockStore:
         self._files.check_open()
         return self._files.read(self.root / cid, cid)
 
+    def get_lent(self, cid: str) -> bytes | memoryview:
+        """As ``get``, but possibly a view of this thread's read buffer, valid until this
+        thread's next read from this store (``hearth.adds.LendingBlockSource``)."""
+        check_cid(cid)
+        self._files.check_open()
+        return self._files.read_lent(self.root / cid, cid)
+
     def has(self, cid: str) -> bool:
         """Whether a file named ``cid`` is held (verified by ``get``, not here)."""
         check_cid(cid)

@@ -164,8 +164,13 @@ class LocalFiles:
 
     def read(self, path: Path, cid: str) -> bytes:
         """The file's bytes, verified against ``cid``."""
+        return bytes(self.read_lent(path, cid, lend=False))
+
+    def read_lent(self, path: Path, cid: str, *, lend: bool = True) -> bytes | memoryview:
+        """As ``read``; with ``lend``, where the file is read directly, a view of the reading
+        thread's buffer (``DirectIO.read_lent``), valid until that thread's next read."""
         try:
-            data = self.reader.read(path)
+            data = self.reader.read_lent(path) if lend else self.reader.read(path)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             # Only a regular file under the CID's name is a block (as for has and cids).
             raise BlockNotFound(f"block {cid} is not in {self.description}", cid=cid) from None
@@ -664,6 +669,14 @@ class FileBlockStore:
         check_cid(cid)
         self._files.check_open()
         return self._files.read(self._path(cid), cid)
+
+    def get_lent(self, cid: str) -> bytes | memoryview:
+        """As ``get`` (verified just the same), but the bytes may be a view of this thread's
+        read buffer, valid until this thread's next ``get`` or ``get_lent`` on this store
+        (``hearth.adds.LendingBlockSource``): no copy of the block of their own."""
+        check_cid(cid)
+        self._files.check_open()
+        return self._files.read_lent(self._path(cid), cid)
 
     def has(self, cid: str) -> bool:
         """Whether a file is held under ``cid`` (its bytes are verified by ``get``, not here)."""

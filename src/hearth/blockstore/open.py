@@ -11,7 +11,6 @@ from pathlib import Path
 from .base import BlockStore, BlockStoreError, check_cid
 from .directory import DirectoryBlockStore
 from .fs import MARKER_NAME, FileBlockStore
-from .http import HttpBlockStore
 
 __all__ = ["CopyResult", "copy_blocks", "open_block_store"]
 
@@ -33,6 +32,8 @@ def open_block_store(
     """
     text = os.fspath(location)
     if text.startswith(("http://", "https://")):
+        from .http import HttpBlockStore  # noqa: PLC0415 - its HTTP client only when needed
+
         return HttpBlockStore(text, bearer=bearer)
     if _SCHEME.match(text):
         raise BlockStoreError(

@@ -92,6 +92,7 @@ from hearth.adds.keys import (
     private_key_pem,
 )
 from hearth.adds.kinds import MAX_CHUNK_SIZE
+from hearth.adds.objects import OpenedObject
 from hearth.blockstore import (
     BlockCorrupt,
     BlockStore,
@@ -100,7 +101,7 @@ from hearth.blockstore import (
     copy_blocks,
     open_block_store,
 )
-from hearth.blockstore.direct_io import SequentialFile
+from hearth.blockstore.direct_io import PositionalFile
 
 from .client_config import home_dir, load_api_key, load_profile
 from .files import read_input
@@ -1056,7 +1057,8 @@ def open_command(
         "--workers",
         min=1,
         max=64,
-        help="Threads fetching, verifying and decrypting the next blocks ahead of the output.",
+        help="Threads fetching, verifying and decrypting blocks ahead of the output (with -o"
+        " each also writes its chunks into the file at their offsets).",
     ),
 ) -> None:
     """Check the grant and manifest, then fetch, verify and decrypt every block.
@@ -1090,12 +1092,11 @@ def open_command(
             )
         except OpenError as exc:
             _fail(f"{exc.code}: {exc.message}")
-        total = int(validate(manifest_bytes).document["plaintext"]["size"])
         if to_stdout:
-            _open_to_stdout(chunks, total, quiet)
+            _open_to_stdout(chunks, chunks.size, quiet)
         else:
             assert out is not None
-            _open_to_file(chunks, total, out, quiet)
+            _open_to_file(chunks, out, quiet)
 
 
 def _open_to_stdout(chunks: Iterator[bytes], total: int, quiet: bool) -> None:
@@ -1126,11 +1127,14 @@ def _since(started: float) -> float:
     return time.perf_counter() - started
 
 
-def _open_to_file(chunks: Iterator[bytes], total: int, out: Path, quiet: bool) -> None:
+def _open_to_file(opened: OpenedObject, out: Path, quiet: bool) -> None:
     partial = out.with_name(out.name + ".partial")
+    total = opened.size
     try:
-        # Past the page cache where the file system allows (blockstore/direct_io.py).
-        target = SequentialFile(partial, mode=0o600)
+        # The workers decrypt each chunk into an aligned buffer of their own and write it at
+        # its offset, past the page cache where the file system allows (direct_io.py): this
+        # thread copies and writes nothing, and the writes overlap like the reads do.
+        target = PositionalFile(partial, opened.chunk_sizes, mode=0o600)
     except OSError as exc:
         _fail(f"cannot create {partial}: {exc.strerror or exc}")
     written = 0
@@ -1139,10 +1143,7 @@ def _open_to_file(chunks: Iterator[bytes], total: int, out: Path, quiet: bool) -
     complete = False
     try:
         with _byte_progress("open", total, quiet) as progress:
-            for chunk in chunks:
-                target.write(chunk)
-                written += len(chunk)
-                progress(written)
+            written = opened.into(target, on_progress=progress)
         target.finish()
         complete = True
     except OpenError as exc:
