@@ -1,6 +1,9 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 # Both build .venv/ from uv.lock when it is missing or older than the lock; `make install` does
-# only that. uv is installed with pip (user site) when the machine lacks it.
+# only that. uv is installed with pip (user site) when the machine lacks it. The dependencies'
+# bytecode is compiled once at install: a Python that may not write it (PYTHONDONTWRITEBYTECODE,
+# as on the CI machines) otherwise compiles typer, rich and the rest at every start of every
+# `hearth` process (bench/cli_start.py, docs/performance.md).
 SHELL := /bin/bash
 PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
@@ -13,7 +16,7 @@ install: $(STAMP)
 
 $(STAMP): uv.lock pyproject.toml
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --user uv || $(PYTHON) -m pip install --quiet uv
-	$(UV) sync --frozen
+	$(UV) sync --frozen --compile-bytecode
 	@touch $(STAMP)
 
 # Serves on 127.0.0.1:8000 with a SQLite file (var/hearth.sqlite3), created and migrated on first
@@ -28,6 +31,8 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
+	@# hearth's own bytecode too: the suite starts hundreds of hearth processes.
+	@$(VENV)/bin/python -m compileall -q src >/dev/null
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -41,6 +46,8 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/adds_verify.py
 	$(VENV)/bin/python bench/arrival.py
 	$(VENV)/bin/python bench/adds_throughput.py
+	$(VENV)/bin/python bench/mixed.py  # PostgreSQL and Redis (SERVICE_TEST_DATABASE_URL)
+	$(VENV)/bin/python bench/cli_start.py
 
 vectors: $(STAMP)
 	$(VENV)/bin/python -m tests.vectors.generate

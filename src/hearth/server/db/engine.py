@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .direct import savepoint
@@ -60,8 +61,22 @@ class Database:
                 raise ValueError("use a SQLite file; an in-memory database is lost per connection")
             kwargs["connect_args"] = {"timeout": 30}
         else:
-            kwargs.update(pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+            # No ``pool_pre_ping``: on asyncpg it is three round trips (BEGIN, ``;``, ROLLBACK)
+            # before every checkout, more than most requests' own statements. A connection the
+            # server closed (a restart, an idle timeout, a terminated backend) has been seen
+            # closed by the event loop already, and is replaced at checkout (``_drop_closed``).
+            # At most ``2 * pool_size`` connections, as before, but all of them kept once open:
+            # overflow connections closed on return were reopened by the next burst, each new
+            # one paying for its connect and for preparing every statement again.
+            kwargs.update(pool_size=2 * pool_size, max_overflow=0)
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        # Snapshots and reads on PostgreSQL run in autocommit: under READ COMMITTED every
+        # statement sees its own snapshot inside a transaction as well, so the BEGIN and the
+        # ROLLBACK of a read-only transaction were two round trips that bought nothing.
+        self._reader_engine: AsyncEngine = self.engine
+        if not self.is_sqlite:
+            _drop_closed(self.engine.sync_engine)
+            self._reader_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self._pending: list[_Queued] = []
         self._drainer: asyncio.Task[None] | None = None
@@ -151,7 +166,7 @@ class Database:
     ) -> T:
         """``fn(conn, ...)`` over one read-only connection (one snapshot on SQLite's WAL)."""
         if self._readers is None:
-            async with self.engine.connect() as conn:
+            async with self._reader_engine.connect() as conn:
                 return await conn.run_sync(fn, *args, **kwargs)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
@@ -188,7 +203,8 @@ class Database:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.connect() as conn:
+        """A connection for reads (autocommit on PostgreSQL, as ``snapshot``)."""
+        async with self._reader_engine.connect() as conn:
             yield conn
 
     async def dispose(self) -> None:
@@ -201,6 +217,17 @@ class Database:
 
 
 READERS = 2  # SQLite reader threads: reads run beside the writer under WAL
+
+
+def _drop_closed(engine: Engine) -> None:
+    """Replace, at checkout, a pooled connection that the driver knows is closed."""
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        # The asyncpg adapter's driver connection: closed once the server ended the session
+        # and the event loop read the end. The pool retries with a new connection.
+        if dbapi_connection.driver_connection.is_closed():
+            raise DisconnectionError("the server closed this pooled connection")
 
 
 def _sqlite_pragmas(engine: Engine) -> None:

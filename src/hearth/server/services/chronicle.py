@@ -117,12 +117,12 @@ def entries(
     limit: int = 100,
 ) -> cursors.Page:
     """The project's entries, newest first, optionally of one kind or one identity."""
-    conditions = [chronicle.c.project_id == project_id]
+    equal: dict[str, Any] = {"project_id": project_id}
     if kind is not None:
-        conditions.append(chronicle.c.kind == kind)
+        equal["kind"] = kind
     if identity_id is not None:
-        conditions.append(chronicle.c.identity_id == identity_id)
-    items, next_cursor = cursors.newest_first(conn, chronicle, conditions, cursor, limit)
+        equal["identity_id"] = identity_id
+    items, next_cursor = cursors.newest_first_equal(conn, chronicle, equal, cursor, limit)
     return cursors.Page([view(row) for row in items], next_cursor)
 
 

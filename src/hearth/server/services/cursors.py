@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import BindParameter, Connection, Select, and_, bindparam, or_, select
 
 from hearth.adds import b64url_decode, b64url_encode
 from hearth.adds.b64 import canonical_b64url_pattern
@@ -120,3 +120,47 @@ def newest_first(
         .limit(limit + 1)
     )
     return page_of([dict(r._mapping) for r in rows], limit)
+
+
+def newest_first_equal(
+    conn: Connection,
+    table: Any,
+    equal: dict[str, Any],
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """``newest_first`` where every condition is a column equal to a value (``equal``: column
+    name to value), through a statement built once per table, set of columns and cursor or
+    none: building a statement per call cost more CPU than executing it."""
+    key = (table.name, tuple(equal), cursor is not None)
+    statement = _NEWEST_FIRST.get(key)
+    if statement is None:
+        statement = _NEWEST_FIRST[key] = _newest_first_statement(table, tuple(equal), cursor)
+    params: dict[str, Any] = {f"eq_{name}": value for name, value in equal.items()}
+    params["limit"] = limit + 1
+    if cursor is not None:
+        params["cursor_at"], params["cursor_id"] = decode_cursor(cursor)
+    rows = conn.execute(statement, params)
+    return page_of([dict(r._mapping) for r in rows], limit)
+
+
+def _newest_first_statement(
+    table: Any, columns: tuple[str, ...], cursor: str | None
+) -> Select[Any]:
+    conditions = [table.c[name] == bindparam(f"eq_{name}") for name in columns]
+    if cursor is not None:
+        at: BindParameter[Any] = bindparam("cursor_at")
+        row_id: BindParameter[Any] = bindparam("cursor_id")
+        conditions.append(
+            or_(table.c.created_at < at, and_(table.c.created_at == at, table.c.id < row_id))
+        )
+    return (
+        select(table)
+        .where(*conditions)
+        .order_by(table.c.created_at.desc(), table.c.id.desc())
+        .limit(bindparam("limit"))
+    )
+
+
+# (table name, equality columns in order, with a cursor) -> the statement; a few per listing.
+_NEWEST_FIRST: dict[tuple[str, tuple[str, ...], bool], Select[Any]] = {}

@@ -91,12 +91,15 @@ _RESOLVE = select(api_keys.c.project_id, api_keys.c.id).where(
 
 
 async def active(conn: AsyncConnection, project_id: str) -> list[dict[str, Any]]:
-    rows = await conn.execute(
-        select(api_keys)
-        .where(api_keys.c.project_id == project_id, api_keys.c.revoked_at.is_(None))
-        .order_by(api_keys.c.created_at, api_keys.c.id)
-    )
+    rows = await conn.execute(_ACTIVE, {"project": project_id})
     return [key_record(row._mapping) for row in rows]
+
+
+_ACTIVE = (
+    select(api_keys)
+    .where(api_keys.c.project_id == bindparam("project"), api_keys.c.revoked_at.is_(None))
+    .order_by(api_keys.c.created_at, api_keys.c.id)
+)
 
 
 async def revoke(conn: AsyncConnection, project_id: str, key_id: str) -> bool:

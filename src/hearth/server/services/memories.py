@@ -77,35 +77,37 @@ def in_wake(memory: dict[str, Any], now: datetime) -> bool:
 # --- lookups ------------------------------------------------------------------------------------
 
 
-def _identity_condition(ref: str) -> Any:
-    if ref.startswith("did:svc:"):
-        return identities.c.did == ref
-    try:
-        return identities.c.id == str(uuid.UUID(ref))
-    except ValueError:
-        return None
-
-
 def binding(conn: Connection, project_id: str, agent_id: str | None) -> dict[str, Any] | None:
     """The identity a new memory is bound to: ``agent_id`` when it names an active identity of
     this project, else None (the memory is project-level, as the specification says)."""
     if agent_id is None:
         return None
-    condition = _identity_condition(agent_id)
-    if condition is None:
-        return None
-    row = conn.execute(
-        select(identities).where(
-            condition, identities.c.project_id == project_id, identities.c.status == "active"
-        )
-    ).first()
+    if agent_id.startswith("did:svc:"):
+        statement, ref = _ACTIVE_BY_DID, agent_id
+    else:
+        try:
+            statement, ref = _ACTIVE_BY_ID, str(uuid.UUID(agent_id))
+        except ValueError:
+            return None
+    row = conn.execute(statement, {"ref": ref, "project": project_id}).first()
     return dict(row._mapping) if row else None
+
+
+# Built once: a statement built per call costs more than executing it.
+_ACTIVE_BY_DID, _ACTIVE_BY_ID = (
+    select(identities).where(
+        column == bindparam("ref"),
+        identities.c.project_id == bindparam("project"),
+        identities.c.status == "active",
+    )
+    for column in (identities.c.did, identities.c.id)
+)
 
 
 def identity_of(conn: Connection, memory: dict[str, Any]) -> dict[str, Any] | None:
     if memory["identity_id"] is None:
         return None
-    row = conn.execute(select(identities).where(identities.c.id == memory["identity_id"])).first()
+    row = conn.execute(_IDENTITY_OF, {"id": memory["identity_id"]}).first()
     return dict(row._mapping) if row else None
 
 
@@ -115,23 +117,29 @@ def find(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
         memory_id = str(uuid.UUID(memory_id))
     except ValueError:
         raise not_found("Memory") from None
-    row = conn.execute(
-        select(memories).where(memories.c.id == memory_id, memories.c.project_id == project_id)
-    ).first()
+    row = conn.execute(_FIND, {"id": memory_id, "project": project_id}).first()
     if row is None:
         raise not_found("Memory")
     return dict(row._mapping)
+
+
+# Built once: a statement built per call costs more than executing it.
+_IDENTITY_OF = select(identities).where(identities.c.id == bindparam("id"))
+_FIND = select(memories).where(
+    memories.c.id == bindparam("id"), memories.c.project_id == bindparam("project")
+)
+_ATTESTATIONS_OF = (
+    select(memory_attestations)
+    .where(memory_attestations.c.memory_id.in_(bindparam("ids", expanding=True)))
+    .order_by(memory_attestations.c.memory_id, memory_attestations.c.position)
+)
 
 
 def _attestations_of(conn: Connection, memory_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {memory_id: [] for memory_id in memory_ids}
     if not memory_ids:
         return found
-    rows = conn.execute(
-        select(memory_attestations)
-        .where(memory_attestations.c.memory_id.in_(memory_ids))
-        .order_by(memory_attestations.c.memory_id, memory_attestations.c.position)
-    )
+    rows = conn.execute(_ATTESTATIONS_OF, {"ids": memory_ids})
     for row in rows:
         found[row.memory_id].append(
             {
@@ -168,7 +176,10 @@ def view(
 
 def read(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
     memory = find(conn, project_id, memory_id)
-    return view(memory, utcnow(), _attestations_of(conn, [memory["id"]])[memory["id"]])
+    # Only constitutive memories have attestations (elevation writes them for that tier alone,
+    # and the listing reads them on the same rule): the others need no second statement.
+    wanted = [memory["id"]] if memory["tier"] == "constitutive" else []
+    return view(memory, utcnow(), _attestations_of(conn, wanted).get(memory["id"]))
 
 
 # --- store, list, delete ------------------------------------------------------------------------
@@ -219,14 +230,14 @@ def listing(
     limit: int = 100,
 ) -> cursors.Page:
     """The project's memories, newest first; filters by tier, identity and key."""
-    conditions = [memories.c.project_id == project_id]
+    equal: dict[str, Any] = {"project_id": project_id}
     if identity_id is not None:
-        conditions.append(memories.c.identity_id == identity_id)
+        equal["identity_id"] = identity_id
     if tier is not None:
-        conditions.append(memories.c.tier == tier)
+        equal["tier"] = tier
     if key is not None:
-        conditions.append(memories.c.key == key)
-    items, next_cursor = cursors.newest_first(conn, memories, conditions, cursor, limit)
+        equal["key"] = key
+    items, next_cursor = cursors.newest_first_equal(conn, memories, equal, cursor, limit)
     attestations = _attestations_of(conn, [m["id"] for m in items if m["tier"] == "constitutive"])
     now = utcnow()
     return cursors.Page([view(m, now, attestations.get(m["id"])) for m in items], next_cursor)
@@ -599,18 +610,7 @@ def apply_patch(expression: dict[str, Any], patch: dict[str, Any]) -> dict[str, 
 def shaping(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:
     """The declared expression, the effective one, and the elevated memories that shaped it
     (``shaped_by``, in elevation order)."""
-    elevated_at = func.coalesce(memories.c.elevated_at, memories.c.created_at)
-    rows = conn.execute(
-        select(
-            memories.c.id,
-            memories.c.tier,
-            memories.c.key,
-            memories.c.expression_patch,
-            elevated_at.label("elevated_at"),
-        )
-        .where(memories.c.identity_id == identity["id"], memories.c.tier.in_(ELEVATED))
-        .order_by(elevated_at, memories.c.id)
-    )
+    rows = conn.execute(_SHAPING, {"identity": identity["id"]})
     declared = expression_view(identity)
     effective = declared
     shaped_by = []
@@ -627,6 +627,21 @@ def shaping(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return {**declared, "effective_expression": effective, "shaped_by": shaped_by}
+
+
+# Built once: a statement built per call costs more than executing it.
+_ELEVATED_AT = func.coalesce(memories.c.elevated_at, memories.c.created_at)
+_SHAPING = (
+    select(
+        memories.c.id,
+        memories.c.tier,
+        memories.c.key,
+        memories.c.expression_patch,
+        _ELEVATED_AT.label("elevated_at"),
+    )
+    .where(memories.c.identity_id == bindparam("identity"), memories.c.tier.in_(ELEVATED))
+    .order_by(_ELEVATED_AT, memories.c.id)
+)
 
 
 def effective_expression(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import re
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, select
+from sqlalchemy import Connection, Select, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db.engine import utcnow
@@ -199,19 +199,28 @@ def list_secrets(
     limit: int,
 ) -> dict[str, Any]:
     """Names and metadata, by name; ``identity_id`` keeps one identity's namespace."""
-    statement = select(*_META_COLUMNS).where(vault_secrets.c.project_id == project_id)
+    params: dict[str, Any] = {"project": project_id, "limit": limit + 1}
     if identity_id is not None:
-        identity = identities.find(conn, project_id, identity_id)
-        statement = statement.where(vault_secrets.c.identity_id == identity["id"])
+        params["identity"] = identities.find(conn, project_id, identity_id)["id"]
     if cursor is not None:
-        statement = statement.where(vault_secrets.c.name > _decode_cursor(cursor))
-    rows = conn.execute(statement.order_by(vault_secrets.c.name).limit(limit + 1)).all()
+        params["after"] = _decode_cursor(cursor)
+    statement = _LIST[(identity_id is not None, cursor is not None)]
+    rows = conn.execute(statement, params).all()
     more = len(rows) > limit
     rows = rows[:limit]
     return {
         "items": [secret_view(r._mapping) for r in rows],
         "next_cursor": rows[-1].name if more and rows else None,
     }
+
+
+def _list_statement(in_namespace: bool, after: bool) -> Select[Any]:
+    statement = select(*_META_COLUMNS).where(vault_secrets.c.project_id == bindparam("project"))
+    if in_namespace:
+        statement = statement.where(vault_secrets.c.identity_id == bindparam("identity"))
+    if after:
+        statement = statement.where(vault_secrets.c.name > bindparam("after"))
+    return statement.order_by(vault_secrets.c.name).limit(bindparam("limit"))
 
 
 def _decode_cursor(cursor: str) -> str:
@@ -250,6 +259,16 @@ _BY_NAME = (
     vault_secrets.c.name == bindparam("name"),
 )
 _READ_META = select(*_META_COLUMNS).where(*_BY_NAME)
+
+
+# Built once, keyed by (one identity's namespace, after a cursor): a statement built per call
+# costs more than executing it.
+_LIST = {
+    (in_namespace, after): _list_statement(in_namespace, after)
+    for in_namespace in (False, True)
+    for after in (False, True)
+}
+
 _READ_VALUE = select(vault_secrets.c.sealing, vault_secrets.c.ciphertext).where(*_BY_NAME)
 _DELETE = delete(vault_secrets).where(*_BY_NAME)
 _READ_KEY = select(vault_keys.c.key).where(vault_keys.c.id == _LOCAL_KEY_ID)

@@ -14,7 +14,7 @@ import hashlib
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, or_, select, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db import direct
@@ -22,7 +22,7 @@ from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import ledger, wallet_transfers, wallets
 from ..errors import DOCS, ApiError, not_found
-from .cursors import decode_cursor, encode_cursor
+from .cursors import newest_first_equal
 from .times import iso
 
 CURRENCY = "GBP"
@@ -234,22 +234,8 @@ def ledger_page(
 def _entries(
     conn: Connection, wallet_id: str, cursor: str | None, limit: int
 ) -> tuple[list[dict[str, Any]], str | None]:
-    statement = select(ledger).where(ledger.c.wallet_id == wallet_id)
-    if cursor is not None:
-        created_at, entry_id = decode_cursor(cursor)
-        statement = statement.where(
-            or_(
-                ledger.c.created_at < created_at,
-                and_(ledger.c.created_at == created_at, ledger.c.id < entry_id),
-            )
-        )
-    rows = conn.execute(
-        statement.order_by(ledger.c.created_at.desc(), ledger.c.id.desc()).limit(limit + 1)
-    ).all()
-    more = len(rows) > limit
-    rows = rows[:limit]
-    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
-    return [entry_view(r._mapping) for r in rows], next_cursor
+    rows, next_cursor = newest_first_equal(conn, ledger, {"wallet_id": wallet_id}, cursor, limit)
+    return [entry_view(row) for row in rows], next_cursor
 
 
 # --- funding ------------------------------------------------------------------------------------
