@@ -13,6 +13,7 @@ The unit tests at the end pin the stamp-keyed cache itself and the stamp's table
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,16 +21,28 @@ from typing import Any
 
 import httpx2
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from hearth.server.db import Database, utcnow
+from hearth.server.db.engine import AtEveryWrite, at_every_write
 from hearth.server.db.migrate import upgrade
 from hearth.server.db.tables import projects
 from hearth.server.services import wake_stamps
 from hearth.server.services.wake import WakeCache
 from hearth.server.settings import Settings
 
-from .live import Live, free_port, hearth_serve, register, serve_env, shared_database
+from .live import (
+    Live,
+    free_port,
+    hearth_serve,
+    in_db,
+    live_on,
+    register,
+    serve_env,
+    shared_database,
+)
+from .test_memories import Owner
 
 ROUNDS = 40
 
@@ -161,3 +174,71 @@ async def _bumps(url: str) -> list[int]:
 def test_the_stamp_counts_every_bump(backend: str, tmp_path: Path) -> None:
     with shared_database(tmp_path, backend) as url:
         assert asyncio.run(_bumps(url)) == [0, 1, 21, 0]
+
+
+# --- the stamp moves in the mutation's own commit ------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_mutation_moves_the_stamp_in_its_own_commit(backend: str, tmp_path: Path) -> None:
+    """Once the service knows a bearer's project, each mutation commits once: its write and
+    its project's stamp together, with no transaction of the stamp's own after it."""
+    with live_on(backend, tmp_path) as live:
+        owner = Owner.new(live)
+        project_id = owner.reg["project"]["id"]
+        owner.store("the first: the service learns the bearer's project")
+        db: Database = live.app.state.hearth.db
+        engine = db._sync_engine if db._sync_engine is not None else db.engine.sync_engine
+        commits: list[int] = []
+        sa.event.listen(engine, "commit", lambda _conn: commits.append(1))
+        stamp = in_db(live, lambda conn: wake_stamps.current(conn, project_id))
+        for index in range(5):
+            owner.store(f"memory {index}")
+        moved = in_db(live, lambda conn: wake_stamps.current(conn, project_id)) - stamp
+    assert moved == 5  # every mutation still moves the stamp, exactly once
+    assert len(commits) == 5  # and commits once: the stamp rode in the write's transaction
+
+
+def _with_extra(url: str, fail: str | None) -> tuple[list[int], bool]:
+    async def run() -> tuple[list[int], bool]:
+        db = Database(url)
+        try:
+            await upgrade(db.engine)
+            project_id = "00000000-0000-4000-8000-0000000000aa"
+
+            def project(conn: Connection) -> None:
+                row = {"id": project_id, "name": "p", "origin": "test", "created_at": utcnow()}
+                conn.execute(projects.insert(), row)
+                if fail == "write":
+                    raise RuntimeError("the write fails")
+
+            def bump(conn: Connection) -> None:
+                wake_stamps.bump(conn, project_id)
+                if fail == "extra":
+                    raise RuntimeError("the extra fails")
+
+            extra = AtEveryWrite(bump)
+            with at_every_write(extra), contextlib.suppress(RuntimeError):
+                await db.transaction(project)
+            await db.transaction(lambda conn: None)  # outside the block: no extra
+            found = await db.snapshot(
+                lambda conn: list(conn.execute(sa.select(projects.c.id)).scalars())
+            )
+            stamp = await db.snapshot(wake_stamps.current, project_id)
+            return [len(found), stamp], extra.committed
+        finally:
+            await db.dispose()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_work_at_every_write_commits_and_rolls_back_with_the_write(
+    backend: str, tmp_path: Path
+) -> None:
+    expected = {None: ([1, 1], True), "write": ([0, 0], False), "extra": ([0, 0], False)}
+    for fail, outcome in expected.items():
+        folder = tmp_path / str(fail)
+        folder.mkdir()
+        with shared_database(folder, backend) as url:
+            assert _with_extra(url, fail) == outcome, fail

@@ -23,6 +23,7 @@ Details only ever name ids, tiers, amounts and names: never a response's ``api_k
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -34,9 +35,10 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, bindparam, select
 
-from .db.engine import Database, utcnow
+from .db.engine import AtEveryWrite, Database, utcnow
 from .db.tables import api_keys, memories
 from .events import Change, EventBus
+from .services import wake_stamps
 from .services.keys import hash_bearer
 from .services.times import iso
 
@@ -358,6 +360,10 @@ class Pending:
     request_body: bytearray = field(default_factory=bytearray)
     response_body: bytearray = field(default_factory=bytearray)
     location: str | None = None
+    # The bump of the bearer's project's change stamp, run by the request's write transactions
+    # inside themselves (db.engine.at_every_write); None when the project is not known yet.
+    stamp: AtEveryWrite | None = None
+    stamp_project: str | None = None
 
     @property
     def wants_request_body(self) -> bool:
@@ -413,6 +419,12 @@ class ChangeFeed:
             return None
         compiled, params = found
         pending = Pending(method, compiled.template, compiled.rule, params, _bearer(headers))
+        # Only a bearer already seen here: looking an unknown one up would cost every request
+        # with a wrong bearer a read. Its first mutation is stamped after it, as before.
+        known = self._projects.get(hash_bearer(pending.bearer)) if pending.bearer else None
+        if known is not None:
+            pending.stamp = AtEveryWrite(functools.partial(wake_stamps.bump, project_id=known))
+            pending.stamp_project = known
         if compiled.rule.identity and compiled.rule.identity.startswith("memory:"):
             memory_id = _canonical_uuid(params.get(compiled.rule.identity.split(":", 1)[1]))
             if memory_id is not None:
@@ -433,8 +445,15 @@ class ChangeFeed:
         if change is None:
             log.warning("change_without_project", route=pending.template)
             return
+        # Stamped already when a write transaction of the request bumped this very project's
+        # stamp in its own commit.
+        stamped = (
+            pending.stamp is not None
+            and pending.stamp.committed
+            and pending.stamp_project == change.project_id
+        )
         try:
-            await self.bus.publish(change)
+            await self.bus.publish(change, stamped=stamped)
         except Exception as exc:  # the bus degrades on its own; this is the last guard
             log.warning("change_not_published", route=pending.template, error=type(exc).__name__)
 

@@ -273,13 +273,14 @@ class EventBus:
 
     # --- publishing -----------------------------------------------------------------------------
 
-    async def publish(self, change: Change) -> None:
+    async def publish(self, change: Change, *, stamped: bool = False) -> None:
         """Stamp the change's project, deliver the change here, and queue it for the other
         processes. When it returns, every later wake read in any process misses what was cached
         before, and this process's streams and listeners have the change. Never waits on Redis
-        and never raises for a store failure."""
+        and never raises for a store failure. ``stamped``: the write that made the change
+        bumped the stamp in its own transaction (server/changes.py), so no second bump."""
         self.published.labels(change.kind).inc()
-        if self._stamp is not None:
+        if self._stamp is not None and not stamped:
             await self._stamp(change.project_id)
         self._deliver(change)
         if self._pub is None:

@@ -16,6 +16,7 @@ import structlog
 
 from .access import REQUEST_ID_HEADER, log_request, request_id_of
 from .changes import MUTATING, ChangeFeed
+from .db.engine import at_every_write
 from .observability import Metrics, count_refusals
 
 Scope = dict[str, Any]
@@ -166,7 +167,10 @@ class ServiceMiddleware:
             await send(message)
 
         try:
-            await self.app(scope, limited_receive, decorated_send)
+            # The request's write transactions bump its project's change stamp in their own
+            # commits (changes.py): no transaction of its own after each mutation.
+            with at_every_write(pending.stamp if pending is not None else None):
+                await self.app(scope, limited_receive, decorated_send)
             await publish()  # an answer that never sent a final body part
         except BodyTooLarge:
             if not response_started[0]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, cast
 
@@ -102,17 +104,30 @@ class Database:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """``fn(conn, ...)`` in one transaction that may write: committed when it returns,
-        rolled back when it raises (the exception reaches the caller)."""
+        rolled back when it raises (the exception reaches the caller). Work registered with
+        ``at_every_write`` in the caller's context runs last, inside the same transaction."""
+        extra = _AT_EVERY_WRITE.get()
+
+        def work(conn: Connection) -> T:
+            result = fn(conn, *args, **kwargs)
+            if extra is not None:
+                extra.run(conn)
+            return result
+
         if self._write_lock is None:
             async with self.engine.begin() as conn:
-                return await conn.run_sync(fn, *args, **kwargs)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        self._pending.append((lambda conn: fn(conn, *args, **kwargs), future))
-        drainer = self._drainer
-        if drainer is None or drainer.done() or drainer.get_loop() is not loop:
-            self._drainer = loop.create_task(self._drain())
-        return cast(T, await future)
+                result = await conn.run_sync(work)
+        else:
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[Any] = loop.create_future()
+            self._pending.append((work, future))
+            drainer = self._drainer
+            if drainer is None or drainer.done() or drainer.get_loop() is not loop:
+                self._drainer = loop.create_task(self._drain())
+            result = cast(T, await future)
+        if extra is not None:
+            extra.committed = True
+        return result
 
     async def _drain(self) -> None:
         """Group commit (SQLite): the transactions queued while the writer was busy run one
@@ -216,6 +231,34 @@ class Database:
             self._sync_engine.dispose()
 
 
+@dataclass
+class AtEveryWrite:
+    """Work that every write transaction made in a context runs last, inside itself.
+
+    The change feed registers the bump of the mutated project's change stamp here for the
+    length of a request (server/changes.py), so the stamp moves in the same commit as the
+    write instead of in a transaction of its own after it. ``committed`` says whether a
+    transaction that ran it has committed.
+    """
+
+    run: Callable[[Connection], None]
+    committed: bool = False
+
+
+_AT_EVERY_WRITE: ContextVar[AtEveryWrite | None] = ContextVar("at_every_write", default=None)
+
+
+@contextmanager
+def at_every_write(extra: AtEveryWrite | None) -> Iterator[None]:
+    """``extra`` for every ``Database.transaction`` awaited in this context until the block
+    ends (None: nothing)."""
+    token = _AT_EVERY_WRITE.set(extra)
+    try:
+        yield
+    finally:
+        _AT_EVERY_WRITE.reset(token)
+
+
 READERS = 2  # SQLite reader threads: reads run beside the writer under WAL
 
 
@@ -261,4 +304,4 @@ def dialect_insert(conn: Connection | AsyncConnection) -> Any:
     return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
 
 
-__all__ = ["Database", "dialect_insert", "epoch_ms", "utcnow"]
+__all__ = ["AtEveryWrite", "Database", "at_every_write", "dialect_insert", "epoch_ms", "utcnow"]
