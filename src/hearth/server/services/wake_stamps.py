@@ -1,7 +1,9 @@
 """Each project's change stamp: the wake cache's proof that nothing changed (docs/wake.md).
 
-Every change the event bus carries bumps its project's stamp in the database, after the write
-committed and before the mutation's response leaves (``EventBus.publish`` awaits ``stamper``).
+Every change the event bus carries bumps its project's stamp in the database before the
+mutation's response leaves: in the write's own transaction when the request's project is known
+beforehand (``db.engine.at_every_write``, registered by server/changes.py), otherwise after the
+write committed (``EventBus.publish`` awaits ``stamper``).
 Every wake request reads the stamp first, with one primary-key lookup, and serves a cached wake
 only if it was built under that same stamp. Read before the build, a stamp is never newer than
 what the build sees; so an answer cached before a change carries an older stamp than any read
