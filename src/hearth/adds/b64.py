@@ -13,14 +13,17 @@ import binascii
 import re
 
 __all__ = [
+    "B64URL_ALPHABET",
     "b64url_decode",
     "b64url_encode",
     "b64url_problem",
+    "canonical_b64url_last",
     "canonical_b64url_pattern",
 ]
 
 _ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
 _SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+B64URL_ALPHABET = _SYMBOLS
 _VALUE = {c: i for i, c in enumerate(_SYMBOLS)}
 
 
@@ -53,14 +56,20 @@ def canonical_b64url_pattern(length: int) -> re.Pattern[str]:
     The last character of a string whose length is 2 or 3 modulo 4 may only be one whose
     unused low bits are zero; one regex match replaces a scan and a table look-up.
     """
+    last = canonical_b64url_last(length)
+    if last == _SYMBOLS:
+        return re.compile(f"[A-Za-z0-9_-]{{{length}}}")
+    last_class = "[" + last.replace("-", "\\-") + "]"
+    return re.compile(f"[A-Za-z0-9_-]{{{length - 1}}}{last_class}")
+
+
+def canonical_b64url_last(length: int) -> str:
+    """The characters that may end a canonical base64url string of ``length`` characters: those
+    whose unused low bits are zero (every character when the length is a multiple of 4)."""
     if length < 1 or length % 4 == 1:
         raise ValueError(f"no byte string encodes to {length} base64url characters")
     unused_bits = {0: 0, 2: 4, 3: 2}[length % 4]
-    if not unused_bits:
-        return re.compile(f"[A-Za-z0-9_-]{{{length}}}")
-    last = "".join(c for c in _SYMBOLS if not _VALUE[c] & ((1 << unused_bits) - 1))
-    last_class = "[" + last.replace("-", "\\-") + "]"
-    return re.compile(f"[A-Za-z0-9_-]{{{length - 1}}}{last_class}")
+    return "".join(c for c in _SYMBOLS if not _VALUE[c] & ((1 << unused_bits) - 1))
 
 
 def b64url_decode(text: str) -> bytes:

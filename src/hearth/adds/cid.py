@@ -15,6 +15,8 @@ import hashlib
 import re
 
 __all__ = [
+    "CANONICAL_CID_CLASSES",
+    "CANONICAL_CID_PATTERN",
     "CID_LENGTH",
     "cid_for_bytes",
     "cid_from_digest",
@@ -30,6 +32,15 @@ _SPEC_PATTERN = re.compile(r"b[a-z2-7]+")
 # (01 55 12 20) spell "afkrei" plus the high bits of the next character, and the last character
 # carries two unused bits that must be zero.
 _CANONICAL = re.compile(r"bafkrei[a-h][a-z2-7]{50}[aeimquy4]")
+CANONICAL_CID_PATTERN = _CANONICAL
+# The same pattern as (length, alphabet, narrower sets by position), for rules.py to check a
+# column of CIDs without a regex; tests/adds/test_fast_paths.py holds the two to agreement.
+_BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
+CANONICAL_CID_CLASSES: tuple[int, str, dict[int, str]] = (
+    CID_LENGTH,
+    _BASE32,
+    {**dict(enumerate("bafkrei")), 7: "abcdefgh", CID_LENGTH - 1: "aeimquy4"},
+)
 
 
 def cid_from_digest(digest: bytes) -> str:

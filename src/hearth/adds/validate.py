@@ -16,8 +16,8 @@ from . import ed25519
 from .b64 import b64url_problem
 from .canonical import canonicalize, is_simple
 from .cid import cid_for_bytes
-from .documents import signed_bytes
-from .ijson import IJsonError, parse
+from .documents import signed_bytes, signed_bytes_of_canonical
+from .ijson import IJsonError, parse, scan_plain
 from .kinds import KINDS
 from .problems import Problem
 from .rules import json_type
@@ -26,6 +26,12 @@ __all__ = ["ValidationResult", "validate", "validate_value"]
 
 # The member after which a document no longer does its job (warned about, never an error).
 _END_MEMBER = {"grant": "expires_at", "provider_record": "expires_at", "receipt": "retention_until"}
+
+# The fast path (_validate_canonical) takes small documents only: on large ones the general
+# path's column-wise passes are the faster, and a regex over a whole manifest is not.
+_FAST_LIMIT = 8192
+# In canonical text "kind" is a top-level member written exactly so (no string holds a quote).
+_KIND_TEXT = '"kind":"'
 
 _KEY_MESSAGES = {
     "non_canonical": "the Ed25519 public key is not canonically encoded",
@@ -69,14 +75,25 @@ def _decode_key(text: str) -> bytes | None:
     return None
 
 
+# The policy's verdict on a signing key, per key, for the same reason.
+_key_problem = functools.lru_cache(maxsize=1024)(ed25519.encoding_problem)
+
+
 def _raw_key(value: Any) -> bytes | None:
     return _decode_key(value) if type(value) is str else None
 
 
 def _signature_checks(
-    document: dict[str, Any], signer_member: str, simple: bool, problems: list[Problem]
+    document: dict[str, Any],
+    signer_member: str,
+    simple: bool,
+    problems: list[Problem],
+    canonical_data: bytes | None,
 ) -> None:
-    """Profile: the signer's key signed it, the key passes the policy, the signature holds."""
+    """Profile: the signer's key signed it, the key passes the policy, the signature holds.
+
+    ``canonical_data``, when given, is the RFC 8785 form of ``document``: the signed bytes are
+    cut out of it instead of encoded again."""
     signature = document.get("signature")
     if type(signature) is not dict:
         return
@@ -94,7 +111,7 @@ def _signature_checks(
                 f"signature.public_key is not {signer_member}.ed25519_public_key",
             )
         )
-    key_problem = ed25519.encoding_problem(signing_key)
+    key_problem = _key_problem(signing_key)
     if key_problem is not None:
         problems.append(
             Problem(
@@ -105,7 +122,12 @@ def _signature_checks(
     if type(value) is not str or len(value) != 86 or b64url_problem(value) is not None:
         return
     raw_signature = base64.urlsafe_b64decode(value + "==")
-    if ed25519.verify(signing_key, raw_signature, signed_bytes(document, simple=simple)):
+    signed = (
+        signed_bytes_of_canonical(canonical_data, document) if canonical_data is not None else None
+    )
+    if signed is None:
+        signed = signed_bytes(document, simple=simple)
+    if ed25519.verify(signing_key, raw_signature, signed, key_checked=True):
         return
     # Only now pay for decoding the point, to tell a key that is no curve point from a bad
     # signature.
@@ -148,9 +170,15 @@ def _time_warnings(kind: str, document: dict[str, Any], now: int) -> list[Proble
 
 
 def validate_value(
-    document: Any, *, simple: bool | None = None, now: int | None = None
+    document: Any,
+    *,
+    simple: bool | None = None,
+    now: int | None = None,
+    canonical_data: bytes | None = None,
 ) -> ValidationResult:
-    """Validate an already parsed value (from ``hearth.adds.ijson.parse``)."""
+    """Validate an already parsed value (from ``hearth.adds.ijson.parse``). ``canonical_data``
+    may be given when the bytes parsed are known to be the value's RFC 8785 form
+    (``Parsed.canonical``); the signature check then reads its signed bytes out of them."""
     if type(document) is not dict:
         problem = Problem(
             "", "spec.type", f"a document is a JSON object, not {json_type(document)}"
@@ -167,12 +195,38 @@ def validate_value(
             problem = Problem("/kind", "spec.kind", "kind must be one of " + ", ".join(KINDS))
         return ValidationResult(document, None, (problem,), simple=simple)
     problems: list[Problem] = []
-    rules.check(document, "", problems)
+    rules.check_structure(document, problems)
     for cross in rules.cross:
         cross(document, problems)
-    _signature_checks(document, rules.signer, simple, problems)
+    _signature_checks(document, rules.signer, simple, problems, canonical_data)
     warnings = _time_warnings(kind, document, now) if now is not None else []
     return ValidationResult(document, kind, tuple(problems), tuple(warnings), simple)
+
+
+def _validate_canonical(data: bytes, now: int | None) -> ValidationResult | None:
+    """Validate a small document written in its canonical form, or None to take the general
+    path. ASCII bytes with no backslash that the kind's canonical regex matches (see
+    rules.Canonical) and the plain scanner parses are strict I-JSON (no escape, no float, no
+    16-digit integer, no repeated name, shallow), pass the structural check and are their own
+    RFC 8785 form; what is left is the cross-member rules and the signature. Beside the verify,
+    a grant costs half the instructions of the general path this way."""
+    if len(data) >= _FAST_LIMIT or not data.isascii() or b"\\" in data:
+        return None
+    text = data.decode("ascii")
+    at = text.find(_KIND_TEXT) + len(_KIND_TEXT)
+    rules = KINDS.get(text[at : text.find('"', at)]) if at >= len(_KIND_TEXT) else None
+    if rules is None or rules.canonical is None:
+        return None
+    scanned, document = scan_plain(text)
+    if not scanned or type(document) is not dict or not rules.canonical_match(text, document):
+        return None
+    problems: list[Problem] = []
+    for cross in rules.cross:
+        cross(document, problems)
+    _signature_checks(document, rules.signer, True, problems, data)
+    kind: str = document["kind"]
+    warnings = _time_warnings(kind, document, now) if now is not None else []
+    return ValidationResult(document, kind, tuple(problems), tuple(warnings), True)
 
 
 def validate(
@@ -188,12 +242,21 @@ def validate(
     if not isinstance(data, bytes | bytearray | memoryview):
         problem = Problem("", "spec.type", "a document is given as bytes")
         return ValidationResult(None, None, (problem,))
+    data = bytes(data)
+    fast = _validate_canonical(data, now)
+    if fast is not None:
+        return fast
     try:
-        parsed = parse(bytes(data))
+        parsed = parse(data)
     except IJsonError as exc:
         return ValidationResult(None, None, (Problem("", exc.code, str(exc)),))
-    result = validate_value(parsed.value, simple=parsed.simple, now=now)
-    if require_canonical and type(parsed.value) is dict:
+    result = validate_value(
+        parsed.value,
+        simple=parsed.simple,
+        now=now,
+        canonical_data=data if parsed.canonical else None,
+    )
+    if require_canonical and not parsed.canonical and type(parsed.value) is dict:
         canonical = canonicalize(parsed.value, simple=parsed.simple)
         if canonical != data:
             problem = Problem(
