@@ -234,17 +234,50 @@ def test_a_flush_syncs_every_file_before_any_rename_and_each_directory_once(
     local_store: LocalStore, monkeypatch: pytest.MonkeyPatch, max_files: int
 ) -> None:
     blocks = [hashed(n, 500) for n in range(10)]
-    events = _recording(monkeypatch)
+    recorded = _recording(monkeypatch)
+    real_mkdir, recording_replace = Path.mkdir, fs_module.os.replace
+
+    def mkdir(path: Path, *args: Any, **kwargs: Any) -> None:
+        real_mkdir(path, *args, **kwargs)
+        recorded.append(("mkdir", path.name))
+
+    def replace(source: Any, target: Any) -> None:
+        recorded.append(("into", Path(target).parent.name))
+        recording_replace(source, target)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    monkeypatch.setattr(fs_module.os, "replace", replace)
     batch = local_store.batch()
     assert isinstance(batch, LocalBatch)
     batch._max_files = max_files  # the default was bound when the batch was made
     for block in blocks:
         batch.add(block)
     batch.commit()
-    # Split the events into flushes: each is datasyncs, then renames, then directory fsyncs.
+    # A FileBlockStore makes a shard directory on first use; a flush makes the entries of those
+    # made since the last one durable (one fsync of blocks/) beside its datasyncs. So a block
+    # is renamed into its shard only after blocks/ was fsynced, after the shard was made.
+    shards_made = ("dirsync", str(local_store.root / "blocks"))
+    made: set[str] = set()
+    durable: set[str] = set()
+    for kind, name in recorded:
+        if kind == "mkdir":
+            made.add(name)
+        elif (kind, name) == shards_made:
+            durable |= made
+        elif kind == "into" and isinstance(local_store, FileBlockStore):
+            assert name in durable
+    if isinstance(local_store, FileBlockStore):
+        assert made == {block.cid[8:10] for block in blocks}
+    events = [event for event in recorded if event[0] not in ("mkdir", "into")]
+
+    def before_renames(event: tuple[str, str]) -> bool:
+        return event[0] == "datasync" or event == shards_made
+
+    # Split the events into flushes: each is datasyncs (and that fsync of blocks/), then
+    # renames, then directory fsyncs.
     flushes: list[list[tuple[str, str]]] = []
     for event in events:
-        if event[0] == "datasync" and (not flushes or flushes[-1][-1][0] != "datasync"):
+        if before_renames(event) and (not flushes or not before_renames(flushes[-1][-1])):
             flushes.append([])
         flushes[-1].append(event)
     expected = -(-len(blocks) // max_files)
@@ -252,13 +285,17 @@ def test_a_flush_syncs_every_file_before_any_rename_and_each_directory_once(
     for flush in flushes:
         kinds = [kind for kind, _ in flush]
         count = kinds.count("datasync")
-        assert kinds[: 2 * count] == ["datasync"] * count + ["rename"] * count
+        first = sum(1 for event in flush if before_renames(event))
+        assert all(before_renames(event) for event in flush[:first])
+        assert kinds[first : first + count] == ["rename"] * count
         assert {name for kind, name in flush if kind == "datasync"} == {
             name for kind, name in flush if kind == "rename"
         }
-        directories = [name for kind, name in flush if kind == "dirsync"]
-        assert kinds[2 * count :] == ["dirsync"] * len(directories)
+        directories = [name for _, name in flush[first + count :]]
+        assert kinds[first + count :] == ["dirsync"] * len(directories)
         assert len(directories) == len(set(directories)) >= 1  # each directory once
+        assert flush[:first].count(shards_made) <= 1  # once per flush at most
+        assert shards_made not in flush[first:]
     assert visible_blocks(local_store) == sorted(b.cid for b in blocks)
 
 

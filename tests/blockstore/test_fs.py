@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -337,13 +338,43 @@ def test_layout_marker_and_even_shards(tmp_path: Path) -> None:
     assert {cid[:7] for cid in blocks} == {"bafkrei"}
     for cid in blocks:
         assert (store.root / "blocks" / cid[8:10] / cid).is_file()
-    # Every shard directory is made with the store; the blocks spread evenly over them.
+    # A shard directory is made on first use, so those present are the ones holding blocks;
+    # the blocks spread evenly over the 1,024 possible.
     shards = {path.name for path in (store.root / "blocks").iterdir()}
-    assert shards == set(fs_module.SHARDS)
-    assert len(shards) == 1024
     used = {path.parent.name for path in (store.root / "blocks").rglob("bafkrei*")}
-    assert used == {cid[8:10] for cid in blocks}
+    assert shards == used == {cid[8:10] for cid in blocks}
+    assert shards <= set(fs_module.SHARDS)
     assert len(used) > 300  # 500 blocks over 1,024 shards: about 395 expected
+
+
+def test_a_new_store_has_no_shards_and_put_makes_one_durable_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileBlockStore(tmp_path / "store")
+    assert list((store.root / "blocks").iterdir()) == []
+    synced: list[str] = []
+    real_fsync_directory, real_replace = fs_module.fsync_directory, fs_module.os.replace
+
+    def fsync_directory(path: Path) -> None:
+        real_fsync_directory(path)
+        synced.append(str(path))
+
+    def replace(source: Any, target: Any) -> None:
+        real_replace(source, target)
+        synced.append(f"rename {Path(target).name}")
+
+    monkeypatch.setattr(fs_module, "fsync_directory", fsync_directory)
+    monkeypatch.setattr(fs_module.os, "replace", replace)
+    cid, data = make_block("first")
+    store.put(cid, data)
+    blocks, shard = store.root / "blocks", store.root / "blocks" / cid[8:10]
+    # The shard's entry in blocks/ is durable before the block is renamed into the shard.
+    assert synced == [str(blocks), f"rename {cid}", str(shard)]
+    synced.clear()
+    other = next(make_block(n) for n in range(20_000) if make_block(n)[0][8:10] == cid[8:10])
+    store.put(*other)
+    assert synced == [f"rename {other[0]}", str(shard)]  # a shard already there: no fsync
+    assert sorted(store.cids()) == sorted([cid, other[0]])
 
 
 def test_reopening_a_store_sees_its_blocks(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 The top-level commands load lazily (``hearth.cli.main.COMMANDS``): ``hearth --help`` lists them
 from the table without importing their modules, and ``hearth GROUP ...`` imports that group's
-module only. These tests check which modules a fresh process imported (never how long it took:
+module only. Within ``hearth adds``, what only a remote store or a terminal's progress bar needs
+(httpx2, the client) is imported by the code that uses it, so a local publish or open never
+loads it. These tests check which modules a fresh process imported (never how long it took:
 bench/cli_start.py measures that), and that the table cannot drift from the real commands.
 """
 
@@ -44,6 +46,22 @@ HEAVY = (
     "anthropic",
     "openai",
     "importlib.metadata",
+)
+# What ``hearth adds`` needs only to talk to a provider node or the service (httpx2, the client
+# and its crypto), or never (the server's stack, the provider SDKs), or only to draw a progress
+# bar on a terminal. Its help and a publish or open with a local store import none of them.
+REMOTE_ONLY = (
+    "httpx",
+    "httpx2",
+    "websockets",
+    "rich.progress",
+    "hearth.client",
+    "hearth.server",
+    "sqlalchemy",
+    "fastapi",
+    "uvicorn",
+    "anthropic",
+    "openai",
 )
 COMMAND_MODULES = sorted({entry.module for entry in COMMANDS.values()})
 GROUPS = [name for name, entry in COMMANDS.items() if entry.attribute == "app"]
@@ -135,6 +153,52 @@ def test_a_sub_command_help_imports_that_group_only(tmp_path: Path) -> None:
     assert "--out" in done.stdout
     assert "hearth.cli.keys" in modules
     assert loaded(modules, [m for m in COMMAND_MODULES if m != "hearth.cli.keys"]) == []
+
+
+@pytest.mark.parametrize(
+    "args", [["adds", "--help"], ["adds", "publish", "--help"], ["adds", "open", "--help"]]
+)
+def test_adds_help_imports_nothing_remote(tmp_path: Path, args: list[str]) -> None:
+    done, modules = run_cli(tmp_path, *args)
+    assert done.returncode == 0, done.stderr
+    assert f" {' '.join(args[:-1])} [OPTIONS]" in done.stdout  # its usage line
+    assert "hearth.cli.adds_objects" in modules
+    assert loaded(modules, list(REMOTE_ONLY)) == []
+
+
+def test_a_local_publish_and_open_import_nothing_remote(tmp_path: Path) -> None:
+    """The path the throughput goal is about: keys, a publish into a new local store with a
+    grant, and an open of it into a file, each in a process of its own."""
+    done, modules = run_cli(tmp_path, "adds", "keygen", "--out", str(tmp_path / "me"))
+    assert done.returncode == 0, done.stderr
+    reader = dict(line.split(": ") for line in done.stdout.splitlines())["x25519_public_key"]
+    data = os.urandom(300_000)
+    (tmp_path / "in.bin").write_bytes(data)
+    (tmp_path / "grants").mkdir()
+    store, manifest, opened = tmp_path / "store", tmp_path / "m.json", tmp_path / "out.bin"
+    publish = [
+        "adds",
+        "publish",
+        str(tmp_path / "in.bin"),
+        "--key",
+        str(tmp_path / "me.ed25519.pem"),
+    ]
+    publish += ["--publisher-id", "me", "--blocks", str(store), "--chunk-size", "64KiB", "-q"]
+    publish += ["--grant-to", reader, "--audience", "me", "--grant-dir", str(tmp_path / "grants")]
+    done, published = run_cli(tmp_path, *publish, "-o", str(manifest))
+    assert done.returncode == 0, done.stderr
+    assert "manifest_cid: bafkrei" in done.stderr
+    (grant,) = (tmp_path / "grants").iterdir()
+    done, opening = run_cli(
+        tmp_path,
+        *["adds", "open", str(manifest), "--grant", str(grant), "--blocks", str(store)],
+        *["--key", str(tmp_path / "me.x25519.pem"), "-o", str(opened), "-q"],
+    )
+    assert done.returncode == 0, done.stderr
+    assert opened.read_bytes() == data
+    for imported in (modules, published, opening):
+        assert "hearth.cli.adds_objects" in imported
+        assert loaded(imported, list(REMOTE_ONLY)) == []
 
 
 def test_version_still_reads_the_installed_version(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ DEADLINE_S = 30.0  # generous: guards against a hang, never measures speed
 
 def plant(directory: Path, *, age_s: float) -> Path:
     """A leftover temp file as a crashed upload leaves it, last changed ``age_s`` ago."""
+    directory.mkdir(exist_ok=True)  # the upload made its shard (a store makes one on first use)
     path = directory / f"{TEMP_PREFIX}{secrets.token_hex(12)}"
     path.write_bytes(b"half a block")
     moment = time.time() - age_s

@@ -4,7 +4,6 @@ grant, open, head, provider-record, receipt, blocks) are in ``adds_objects``."""
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +166,10 @@ def schema_command(
     if kind not in names:
         errors.print(f"error: unknown schema {escape(kind)!r}; one of {', '.join(sorted(names))}")
         raise typer.Exit(2)
+    # importlib.resources brings tempfile, shutil and the archive modules: only this command
+    # reads a packaged file, so only it pays for them.
+    from importlib import resources  # noqa: PLC0415
+
     schema = resources.files("hearth.adds") / "schemas" / f"{kind}.schema.json"
     typer.echo(schema.read_text(encoding="utf-8").rstrip("\n"))
 

@@ -38,25 +38,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import quote, urlsplit
 
-import httpx2
 import typer
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from hearth.adds import (
     AddsError,
@@ -105,6 +92,15 @@ from hearth.blockstore.direct_io import PositionalFile
 
 from .client_config import home_dir, load_api_key, load_profile
 from .files import read_input
+
+# Imported where they are used, not here: httpx2 (about 0.1 s) only by a command that talks to a
+# provider node, rich.progress only when a bar is drawn on a terminal, the PEM parsers only for
+# --audience-key-file. A local publish or open never needs them, and starts that much sooner
+# (tests/cli/test_cli_start.py holds the line).
+if TYPE_CHECKING:
+    import httpx2
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 __all__ = ["BEARER_ENV", "parse_duration", "parse_size", "register"]
 
@@ -191,6 +187,15 @@ def _byte_progress(
     if quiet or not errors.is_terminal:
         yield lambda done: None
         return
+    from rich.progress import (  # noqa: PLC0415 (a bar is drawn: only now)
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -294,6 +299,13 @@ def _x25519_public(text: str, what: str) -> bytes:
 
 
 def _x25519_public_from_pem(path: Path) -> bytes:
+    # The PEM parsers, here only: no other command reads a public key file.
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric.x25519 import (  # noqa: PLC0415
+        X25519PrivateKey,
+        X25519PublicKey,
+    )
+
     data = _read(path, "key file")
     try:
         public = serialization.load_pem_public_key(data)
@@ -365,6 +377,8 @@ class Service:
         self.base_url = base_url.rstrip("/")
         self._bearer = bearer
         headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        import httpx2  # noqa: PLC0415 (a provider node is reached: only now)
+
         self._client = httpx2.Client(base_url=self.base_url, headers=headers, timeout=60.0)
 
     def __enter__(self) -> Service:
@@ -377,6 +391,8 @@ class Service:
         return text.replace(self._bearer, "[bearer]") if self._bearer else text
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:
+        import httpx2  # noqa: PLC0415 (imported by __init__ already)
+
         try:
             return self._client.request(method, path, **kwargs)
         except httpx2.HTTPError as exc:
@@ -1626,6 +1642,14 @@ def blocks_copy_command(
                 if quiet or not errors.is_terminal:
                     advance: Callable[[], None] = lambda: None  # noqa: E731
                 else:
+                    from rich.progress import (  # noqa: PLC0415 (a bar is drawn: only now)
+                        BarColumn,
+                        MofNCompleteColumn,
+                        Progress,
+                        TextColumn,
+                        TimeRemainingColumn,
+                    )
+
                     progress = stack.enter_context(
                         Progress(
                             TextColumn("copy"),

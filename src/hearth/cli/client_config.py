@@ -20,18 +20,23 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import httpx2
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
-
-from hearth.client import HearthClient, HearthError
-from hearth.client.backup import SealedBackup
 
 from .files import write_private
+
+# The client stack (httpx2, hearth.client, its crypto) costs about 0.2 s to import, and the
+# ``hearth adds`` commands that work on local files use this module for the home alone; so the
+# functions that talk to the service import it when they run.
+if TYPE_CHECKING:
+    import httpx2
+    from rich.table import Table
+
+    from hearth.client import HearthClient, HearthError
+    from hearth.client.backup import SealedBackup
 
 HOME_ENV = "HEARTH_HOME"
 PASSPHRASE_ENV = "HEARTH_PASSPHRASE"
@@ -63,6 +68,8 @@ def failure(message: str) -> NoReturn:
 
 
 def http_failure(exc: HearthError | httpx2.HTTPError) -> NoReturn:
+    from hearth.client import HearthError  # noqa: PLC0415 (the client stack: only when used)
+
     if isinstance(exc, HearthError):
         message = f"{exc.error} (HTTP {exc.status}): {exc.message}"
         if exc.hint:
@@ -203,6 +210,8 @@ def load_sealed_keys(path: Path) -> tuple[SealedBackup, dict[str, Any]]:
         or not isinstance(data.get("key_derivation"), str)
     ):
         usage_error(f"{path} is not a sealed key file")
+    from hearth.client.backup import SealedBackup  # noqa: PLC0415 (the client stack)
+
     return SealedBackup(data["blob_base64"], data["key_derivation"]), data
 
 
@@ -258,6 +267,8 @@ def resolve_base_url(base_url: str | None, profile: Profile | None) -> str:
 
 def client_for(home: Path, base_url: str | None) -> tuple[HearthClient, Profile]:
     """A client with this home's bearer, for its profile's service (or ``base_url``)."""
+    from hearth.client import HearthClient  # noqa: PLC0415 (the client stack: only when used)
+
     profile = require_profile(home)
     return HearthClient(resolve_base_url(base_url, profile), api_key=require_api_key(home)), profile
 
