@@ -584,7 +584,7 @@ def _report(summary: dict[str, Any]) -> str:
         f"({summary['goal'] * reference:,.0f} /s): {grant['per_s']:,.0f} /s, "
         f"ratio {grant['ratio']:.3f}  {verdict}",
         f"  a grant costs {grant['non_verify_us']:.1f} µs beyond one raw verify; the goal allows "
-        f"{1e6 / reference:.1f} µs (one more verify). A new signature costs "
+        f"{1e6 / reference * (1 / summary['goal'] - 1):.1f} µs. A new signature costs "
         f"{grant['new_signature_us']:.1f} µs more than a repeated one.",
         f"Manifest: {manifest['per_s']:,.1f} /s, "
         f"ratio {manifest['ratio']:.4f} to the raw verify rate",

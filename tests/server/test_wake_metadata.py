@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from hearth.server.services import wake_metadata
 from hearth.server.services.wake_metadata import (
     ABOUT,
     MAX_BYTES,
@@ -294,3 +295,26 @@ def test_docs_state_the_bounds_the_code_applies() -> None:
         assert f" {number} " in section, number
     assert f"{MAX_BYTES:,} bytes" in section
     assert ABOUT in section
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{}, {"shelf": "kitchen"}, {"deep": {"a": {"b": {"c": {"d": 1}}}}}, ["not", "an object"], None],
+)
+def test_metadata_as_stored_is_shown_as_decoded(value: Any) -> None:
+    """The wake reads a runtime's metadata as stored text (one decode per distinct value)."""
+    assert wake_metadata.for_wake_stored(json.dumps(value)) == wake_metadata.for_wake(value)
+
+
+@pytest.mark.parametrize(
+    ("stored", "named"),
+    [
+        (None, (None, None)),
+        ("null", (None, None)),
+        ('["local"]', (None, None)),
+        ('{"provider": "local"}', ("local", None)),
+        ('{"provider": "local", "model": "llama"}', ("local", "llama")),
+    ],
+)
+def test_the_llm_as_stored_names_provider_and_model(stored: str | None, named: Any) -> None:
+    assert wake_metadata.llm_named(stored) == named

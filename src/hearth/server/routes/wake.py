@@ -10,10 +10,11 @@ anew.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
+from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
@@ -24,6 +25,21 @@ from ..services.wake_render import render
 from .common import errors
 
 router = APIRouter(tags=["wake"])
+
+
+def _cached_or_built(
+    conn: Connection, key: wake_service.CacheKey, refresh: bool
+) -> tuple[int, wake_service.Cached | None, dict[str, Any] | None]:
+    """The project's stamp, then the entry cached under it, or else the wake built anew: one
+    snapshot (one connection) for both. Read before the build, in every process: a wake cached
+    before the project's last change (made through any worker) was stored under an older stamp
+    and is not served."""
+    project_id, focus, _ = key
+    stamp = wake_stamps.current(conn, project_id)
+    cached = None if refresh else wake_service.CACHE.get(key, stamp=stamp)
+    if cached is not None:
+        return stamp, cached, None
+    return stamp, None, wake_service.build(conn, project_id, focus)
 
 
 @router.get(
@@ -74,14 +90,11 @@ async def wake(
     project_id = caller.project_id
     focus = str(identity_id) if identity_id is not None else None
     key = (project_id, focus, format)
-    # Read before the build, in every process: a wake cached before the project's last change
-    # (made through any worker) was stored under an older stamp and is not served.
-    stamp = await hearth.db.snapshot(wake_stamps.current, project_id)
-    cached = None if refresh else wake_service.CACHE.get(key, stamp=stamp)
+    stamp, cached, document = await hearth.db.snapshot(_cached_or_built, key, refresh)
     state = "hit"
     if cached is None:
+        assert document is not None
         state = "refresh" if refresh else "miss"
-        document = await hearth.db.snapshot(wake_service.build, project_id, focus)
         body, media_type = render(document, format)
         wake_service.CACHE.put(key, body, media_type, document["generated_at"], stamp=stamp)
         generated_at = document["generated_at"]

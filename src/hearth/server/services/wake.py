@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, Text, bindparam, cast, func, select
 
 from ..db import counters
 from ..db.engine import utcnow
@@ -208,7 +208,7 @@ def _runtimes(
         last_thought = max(
             (t for t in (row.last_thought_at, latest) if t is not None), default=None
         )
-        llm = row.llm or {}
+        provider, model = wake_metadata.llm_named(row.llm)
         entries.append(
             {
                 "id": row.id,
@@ -220,11 +220,11 @@ def _runtimes(
                 "last_thought_at": iso(last_thought),
                 "thought_count_24h": thought_count,
                 "bridge_connected": bool(row.bridge_connected),
-                "llm_provider": llm.get("provider"),
-                "llm_model": llm.get("model"),
+                "llm_provider": provider,
+                "llm_model": model,
                 # Bounded and labelled as data: it is the creator's freeform JSON, and the wake
                 # is read into prompts (services/wake_metadata.py).
-                "metadata": wake_metadata.for_wake(row._mapping["metadata"]),
+                "metadata": wake_metadata.for_wake_stored(row._mapping["metadata"]),
             }
         )
     return {"runtimes": entries, "count": count}
@@ -465,8 +465,9 @@ _RUNTIMES = (
         runtimes.c.mode,
         runtimes.c.status,
         runtimes.c.region,
-        runtimes.c.llm,
-        runtimes.c.metadata,
+        # As stored (JSON text): decoded once per distinct value (wake_metadata's caches).
+        cast(runtimes.c.llm, Text).label("llm"),
+        cast(runtimes.c.metadata, Text).label("metadata"),
         runtimes.c.bridge_connected,
         runtimes.c.last_seen_at,
         runtimes.c.last_thought_at,

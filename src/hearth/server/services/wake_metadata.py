@@ -15,6 +15,7 @@ wake is read into model prompts, so it is shown
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any
@@ -33,6 +34,26 @@ def for_wake(metadata: Any) -> dict[str, Any]:
     shown, truncated = _bound(metadata if isinstance(metadata, dict) else {}, 1)
     data, over_budget = _within_budget(shown)
     return {"about": ABOUT, "data": data, "truncated": truncated or over_budget}
+
+
+@functools.lru_cache(maxsize=4_096)
+def for_wake_stored(stored: str | None) -> dict[str, Any]:
+    """``for_wake`` of metadata as the database stores it (JSON text), remembered by that text.
+
+    Every wake lists up to 100 runtimes, whose metadata rarely changes between two wakes; the
+    decode and the bounding were most of a listed runtime's cost (bench/wake.py). The answer is
+    shared between callers: read it, never change it.
+    """
+    return for_wake(json.loads(stored) if stored else {})
+
+
+@functools.lru_cache(maxsize=4_096)
+def llm_named(stored: str | None) -> tuple[Any, Any]:
+    """(provider, model) of a runtime's ``llm`` as stored (JSON text, or NULL)."""
+    llm = json.loads(stored) if stored else None
+    if not isinstance(llm, dict):
+        return None, None
+    return llm.get("provider"), llm.get("model")
 
 
 def _bound(value: Any, depth: int) -> tuple[Any, bool]:
@@ -88,4 +109,13 @@ def _within_budget(members: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return kept, True
 
 
-__all__ = ["ABOUT", "MAX_BYTES", "MAX_DEPTH", "MAX_MEMBERS", "MAX_STRING", "for_wake"]
+__all__ = [
+    "ABOUT",
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_MEMBERS",
+    "MAX_STRING",
+    "for_wake",
+    "for_wake_stored",
+    "llm_named",
+]
