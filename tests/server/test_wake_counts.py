@@ -23,12 +23,12 @@ from hearth.server.db.tables import (
     vault_secrets,
     wake_counts,
 )
-from hearth.server.services import identities as identity_service
 from hearth.server.services.memories import TIERS
 
 from .live import counters_exact, in_db, live_on
 from .test_memories import Owner
 from .test_wake import runtime_row
+from .test_wake_work import owner_and_other
 
 STEPS = 400
 
@@ -164,14 +164,7 @@ class Writer:
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_counters_follow_every_write(backend: str, tmp_path: Path) -> None:
     with live_on(backend, tmp_path) as live:
-        owner = Owner.new(live)
-        project_id = owner.reg["project"]["id"]
-
-        def second(conn: sa.Connection) -> str:
-            new = identity_service.NewIdentity(project_id=project_id, name="Other", origin="test")
-            return str(identity_service.create(conn, new)["id"])
-
-        other_id = in_db(live, second)
+        owner, project_id, other_id = owner_and_other(live)
         writer = Writer(project_id, [owner.id, other_id], seed=15)
         counters_exact(live)
         for _ in range(STEPS // 50):

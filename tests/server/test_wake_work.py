@@ -39,6 +39,18 @@ ELEVATED = 15  # the identity's foundational and constitutive memories: the same
 Statement = tuple[str, Any]
 
 
+def owner_and_other(live: Live) -> tuple[Owner, str, str]:
+    """A registered owner, its project, and a second identity of that project."""
+    owner = Owner.new(live)
+    project_id = owner.reg["project"]["id"]
+
+    def second(conn: sa.Connection) -> str:
+        new = identity_service.NewIdentity(project_id=project_id, name="Other", origin="test")
+        return str(identity_service.create(conn, new)["id"])
+
+    return owner, project_id, in_db(live, second)
+
+
 def seed(live: Live, project_id: str, identity_id: str, other_id: str, count: int) -> None:
     """``count`` episodic memories within the wake's horizon, spread over the identity, another
     identity and the project level."""
@@ -194,14 +206,7 @@ def postgres_work(
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_the_wakes_memory_reads_do_not_grow_with_the_store(backend: str, tmp_path: Path) -> None:
     with live_on(backend, tmp_path) as live:
-        owner = Owner.new(live)
-        project_id = owner.reg["project"]["id"]
-
-        def second(conn: sa.Connection) -> str:
-            new = identity_service.NewIdentity(project_id=project_id, name="Other", origin="test")
-            return str(identity_service.create(conn, new)["id"])
-
-        other_id = in_db(live, second)
+        owner, project_id, other_id = owner_and_other(live)
         seed_elevated(live, project_id, owner.id)
         measure = sqlite_work if backend == "sqlite" else postgres_work
         reads = wake_reads(project_id, owner.id)
@@ -245,14 +250,7 @@ def test_a_whole_wake_does_not_grow_with_the_store(backend: str, tmp_path: Path)
     """Every statement of the wake, counts included: ten times the memories and five times the
     runtimes (both sizes past the wake's runtime limit, so both list the same number)."""
     with live_on(backend, tmp_path) as live:
-        owner = Owner.new(live)
-        project_id = owner.reg["project"]["id"]
-
-        def second(conn: sa.Connection) -> str:
-            new = identity_service.NewIdentity(project_id=project_id, name="Other", origin="test")
-            return str(identity_service.create(conn, new)["id"])
-
-        other_id = in_db(live, second)
+        owner, project_id, other_id = owner_and_other(live)
         seed_elevated(live, project_id, owner.id)
         measure = sqlite_work if backend == "sqlite" else postgres_work
         wakes = whole_wakes(project_id, owner.id)

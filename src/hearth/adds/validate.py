@@ -107,20 +107,10 @@ def _signature_checks(
     if signing_key is None:
         return
     if signer_key is not None and signer_key != signing_key:
-        problems.append(
-            Problem(
-                "/signature/public_key",
-                "profile.signature.signer_mismatch",
-                f"signature.public_key is not {signer_member}.ed25519_public_key",
-            )
-        )
+        problems.append(_signer_mismatch(signer_member))
     key_problem = _key_problem(signing_key)
     if key_problem is not None:
-        problems.append(
-            Problem(
-                "/signature/public_key", f"profile.key.{key_problem}", _KEY_MESSAGES[key_problem]
-            )
-        )
+        problems.append(_bad_key(key_problem))
         return
     if type(value) is not str or len(value) != 86 or b64url_problem(value) is not None:
         return
@@ -132,6 +122,20 @@ def _signature_checks(
         signed = signed_bytes(document, simple=simple)
     if not ed25519.verify(signing_key, raw_signature, signed, key_checked=True):
         _refused(signing_key, problems)
+
+
+def _signer_mismatch(signer_member: str) -> Problem:
+    return Problem(
+        "/signature/public_key",
+        "profile.signature.signer_mismatch",
+        f"signature.public_key is not {signer_member}.ed25519_public_key",
+    )
+
+
+def _bad_key(key_problem: str) -> Problem:
+    return Problem(
+        "/signature/public_key", f"profile.key.{key_problem}", _KEY_MESSAGES[key_problem]
+    )
 
 
 def _refused(signing_key: bytes, problems: list[Problem]) -> None:
@@ -166,20 +170,10 @@ def _signature_checks_canonical(
     if signing_key is None:  # unreachable after the regex; as _signature_checks does
         return
     if document[signer_member]["ed25519_public_key"] != key_text:
-        problems.append(
-            Problem(
-                "/signature/public_key",
-                "profile.signature.signer_mismatch",
-                f"signature.public_key is not {signer_member}.ed25519_public_key",
-            )
-        )
+        problems.append(_signer_mismatch(signer_member))
     key_problem = _key_problem(signing_key)
     if key_problem is not None:
-        problems.append(
-            Problem(
-                "/signature/public_key", f"profile.key.{key_problem}", _KEY_MESSAGES[key_problem]
-            )
-        )
+        problems.append(_bad_key(key_problem))
         return
     # binascii on the standard alphabet: base64.urlsafe_b64decode's Python-level wrapper costs
     # more than the decoding itself, and the regex has already proved the text canonical.

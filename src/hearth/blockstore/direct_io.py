@@ -130,24 +130,8 @@ class DirectIO:
 
     def read(self, path: os.PathLike[str] | str) -> bytes:
         """The whole file at ``path`` (the open's and the read's own errors propagate)."""
-        if self.enabled:
-            try:
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | _O_DIRECT)
-            except OSError as exc:
-                if exc.errno != errno.EINVAL:
-                    raise
-                if os.path.isdir(path):  # refused as a directory, not for O_DIRECT
-                    raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path)) from None
-                self.enabled = False
-            else:
-                try:
-                    data = self._read_direct(fd)
-                finally:
-                    os.close(fd)
-                if data is not None:
-                    return data
-        with open(path, "rb") as file:
-            return file.read()
+        data = self.read_lent(path)
+        return data if isinstance(data, bytes) else bytes(data)
 
     def read_lent(self, path: os.PathLike[str] | str) -> bytes | memoryview:
         """As ``read``, but where the file is read directly the bytes stay in this thread's
@@ -171,10 +155,6 @@ class DirectIO:
                     return read
         with open(path, "rb") as file:
             return file.read()
-
-    def _read_direct(self, fd: int) -> bytes | None:
-        read = self._read_into_buffer(fd)
-        return None if read is None else bytes(read)
 
     def _read_into_buffer(self, fd: int) -> memoryview | None:
         """The file read into this thread's buffer (a view of what was read), or None where
