@@ -15,7 +15,6 @@ from hearth.blockstore.direct_io import (
     KEEP,
     DirectIO,
     PositionalFile,
-    SequentialFile,
     padded,
 )
 
@@ -184,75 +183,6 @@ def test_read_refuses_a_missing_file_and_a_directory_without_giving_up_direct(
     with pytest.raises(IsADirectoryError):
         reader.read(tmp_path / "folder")
     assert reader.enabled == takes_direct(tmp_path)
-
-
-def pieces(data: bytes, sizes: list[int]) -> list[bytes]:
-    out, at = [], 0
-    for n in sizes * (len(data) // max(sum(sizes), 1) + 2):
-        if at >= len(data):
-            break
-        out.append(data[at : at + n])
-        at += n
-    return out
-
-
-@pytest.mark.parametrize(
-    "size",
-    [
-        0,
-        1,
-        ALIGN + 1,
-        SequentialFile.CAPACITY,
-        SequentialFile.CAPACITY + ALIGN + 3,
-        2 * SequentialFile.CAPACITY - 1,
-    ],
-)
-def test_a_sequential_file_holds_exactly_what_was_written(tmp_path: Path, size: int) -> None:
-    data = os.urandom(size)
-    target = SequentialFile(tmp_path / "out", mode=0o600)
-    for piece in pieces(data, [1, ALIGN - 1, 100_000, 1 << 20, 3]):
-        target.write(piece)
-    target.finish()
-    assert target.size == size
-    assert (tmp_path / "out").read_bytes() == data
-    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o600
-
-
-def test_a_sequential_file_replaces_an_older_one(tmp_path: Path) -> None:
-    (tmp_path / "out").write_bytes(b"x" * 100_000)
-    target = SequentialFile(tmp_path / "out")
-    target.write(b"short")
-    target.finish()
-    assert (tmp_path / "out").read_bytes() == b"short"
-
-
-def test_a_sequential_file_is_buffered_where_o_direct_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real_open = os.open
-
-    def opening(path: object, flags: int, *args: int) -> int:
-        if flags & getattr(os, "O_DIRECT", 0):
-            raise OSError(errno.EINVAL, "Invalid argument")
-        return real_open(path, flags, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "open", opening)
-    data = os.urandom(ALIGN * 3 + 5)
-    target = SequentialFile(tmp_path / "out")
-    for piece in pieces(data, [7, 1000]):
-        target.write(piece)
-    target.finish()
-    assert (tmp_path / "out").read_bytes() == data
-
-
-def test_closing_without_finishing_writes_out_no_partial_buffer(tmp_path: Path) -> None:
-    """After a failure the caller closes (twice is harmless) and removes the file: a direct
-    file's unfinished tail never reaches it."""
-    target = SequentialFile(tmp_path / "out")
-    target.write(b"abc")
-    target.close()
-    target.close()
-    assert (tmp_path / "out").stat().st_size == (0 if takes_direct(tmp_path) else 3)
 
 
 # --- PositionalFile: pieces written at their offsets, from several threads ------------------

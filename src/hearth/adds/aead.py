@@ -98,15 +98,20 @@ def _aes_gcm_encrypt_into(
     return AESGCM(key).encrypt_into(nonce, plaintext, aad, out)
 
 
-def _aes_gcm_decrypt(key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | memoryview) -> bytes:
-    """Open ciphertext || 16-byte tag; AddsError ``crypto.decrypt_failed`` if it does not
-    authenticate."""
+def _openable(key: bytes, nonce: bytes, ciphertext: bytes | memoryview) -> None:
+    """The lengths an AES-256-GCM open needs, or the AddsError naming the one that is wrong."""
     _need_length(key, KEY_LENGTH, "crypto.key_length", "an AES-256-GCM key")
     _need_length(nonce, NONCE_LENGTH, "crypto.nonce_length", "an AES-GCM nonce")
     if len(ciphertext) < TAG_LENGTH:
         raise AddsError.single(
             "crypto.ciphertext_length", f"a ciphertext holds at least its {TAG_LENGTH}-byte tag"
         )
+
+
+def _aes_gcm_decrypt(key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | memoryview) -> bytes:
+    """Open ciphertext || 16-byte tag; AddsError ``crypto.decrypt_failed`` if it does not
+    authenticate."""
+    _openable(key, nonce, ciphertext)
     try:
         return AESGCM(key).decrypt(nonce, ciphertext, aad)
     except InvalidTag:
@@ -119,12 +124,7 @@ def _aes_gcm_decrypt_into(
     """``_aes_gcm_decrypt`` written into ``out`` (exactly len(ciphertext) - 16 bytes long);
     returns the length written. On ``crypto.decrypt_failed`` ``out`` may hold unauthenticated
     bytes: the caller must not use them."""
-    _need_length(key, KEY_LENGTH, "crypto.key_length", "an AES-256-GCM key")
-    _need_length(nonce, NONCE_LENGTH, "crypto.nonce_length", "an AES-GCM nonce")
-    if len(ciphertext) < TAG_LENGTH:
-        raise AddsError.single(
-            "crypto.ciphertext_length", f"a ciphertext holds at least its {TAG_LENGTH}-byte tag"
-        )
+    _openable(key, nonce, ciphertext)
     try:
         return AESGCM(key).decrypt_into(nonce, ciphertext, aad, out)
     except InvalidTag:

@@ -176,77 +176,6 @@ class DirectIO:
         return view[:done]
 
 
-class SequentialFile:
-    """A new file written front to back, then made durable: direct where possible.
-
-    Direct writes need aligned lengths and offsets, so the bytes gather in an aligned buffer
-    that is written out whenever it is full; ``finish`` writes the rest padded, cuts the file
-    to its real length and fsyncs it. Where direct I/O is refused the bytes are written as they
-    come. Used for an opened object's plaintext (the CLI's ``adds open -o``).
-    """
-
-    CAPACITY = 4 << 20
-
-    def __init__(self, path: os.PathLike[str] | str, *, mode: int = 0o600) -> None:
-        self.path = path
-        self.size = 0
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
-        self._fd = -1
-        if _O_DIRECT:
-            try:
-                self._fd = os.open(path, flags | _O_DIRECT, mode)
-            except OSError as exc:
-                if exc.errno != errno.EINVAL:
-                    raise
-        self._direct = self._fd >= 0
-        if not self._direct:
-            self._fd = os.open(path, flags, mode)
-        self._buffer = mmap.mmap(-1, self.CAPACITY) if self._direct else None
-        self._fill = 0
-
-    def write(self, data: bytes | memoryview) -> None:
-        self.size += len(data)
-        if self._buffer is None:
-            write_all(self._fd, data)
-            return
-        view = memoryview(data)
-        while view:
-            room = self.CAPACITY - self._fill
-            take = min(room, len(view))
-            self._buffer[self._fill : self._fill + take] = view[:take]
-            self._fill += take
-            view = view[take:]
-            if self._fill == self.CAPACITY:
-                self._spill(self.CAPACITY)
-
-    def _spill(self, length: int) -> None:
-        assert self._buffer is not None
-        write_all(self._fd, memoryview(self._buffer)[:length])
-        self._fill = 0
-
-    def finish(self) -> None:
-        """Write what is buffered, fsync and close; the file then holds exactly what was
-        written. Raises OSError when any of it fails (the file is then closed)."""
-        try:
-            if self._buffer is not None and self._fill:
-                length = padded(self._fill)
-                self._buffer[self._fill : length] = bytes(length - self._fill)
-                self._spill(length)
-                os.ftruncate(self._fd, self.size)
-            os.fsync(self._fd)
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """Close without finishing (after a failure); the caller removes the file."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        if self._buffer is not None:
-            self._buffer.close()
-            self._buffer = None
-
-
 class PositionalFile:
     """A new file whose pieces arrive from several threads at once, each written at its own
     offset (``hearth.adds.PlaintextTarget``: an opened object's plaintext, decrypted by the
@@ -339,4 +268,4 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
-__all__ = ["ALIGN", "KEEP", "DirectIO", "PositionalFile", "SequentialFile", "padded", "write_all"]
+__all__ = ["ALIGN", "KEEP", "DirectIO", "PositionalFile", "padded", "write_all"]
