@@ -546,6 +546,16 @@ def wait_until_up(base_url: str, server: subprocess.Popen[bytes], timeout_s: flo
     raise RuntimeError(f"the server did not answer within {timeout_s} s")
 
 
+def stop(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if the server has not exited within 30 s."""
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def positive(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -589,12 +599,7 @@ def main(argv: list[str] | None = None) -> int:
                 load(base_url, server.pid, args.seconds, args.concurrency, database)
             )
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop(server)
     print(json.dumps(report.as_json(), indent=2) if args.json else report.text())
     return 0
 

@@ -61,7 +61,7 @@ import asyncpg
 import httpx2
 from fastapi import FastAPI
 
-from arrival import REFERENCE, free_port, reference_route, reference_sender, registration
+from arrival import REFERENCE, free_port, reference_route, reference_sender, registration, stop
 
 RATIO_GOAL = 2.0
 WORKERS_GOAL = 1.1
@@ -154,12 +154,7 @@ def running(command: list[str], env: dict[str, str], base_url: str, log: Path) -
             time.sleep(0.1)
         yield process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -51,55 +51,65 @@ def owner_and_other(live: Live) -> tuple[Owner, str, str]:
     return owner, project_id, in_db(live, second)
 
 
+def memory_row(
+    project_id: str,
+    identity_id: str | None,
+    tier: str,
+    content: str,
+    created_at: datetime,
+    *,
+    patch: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A memory as stored; one with a patch was elevated when it was made."""
+    return {
+        "id": str(uuid.uuid4()),
+        "project_id": project_id,
+        "identity_id": identity_id,
+        "tier": tier,
+        "key": None,
+        "content": content,
+        "created_at": created_at,
+        "elevated_at": created_at if patch is not None else None,
+        "expression_patch": patch,
+    }
+
+
+def insert_memories(live: Live, rows: list[dict[str, Any]]) -> None:
+    in_db(live, lambda conn: conn.execute(memories.insert(), rows))
+
+
 def seed(live: Live, project_id: str, identity_id: str, other_id: str, count: int) -> None:
     """``count`` episodic memories within the wake's horizon, spread over the identity, another
     identity and the project level."""
-
-    def insert(conn: sa.Connection) -> None:
-        now = utcnow()
-        conn.execute(
-            memories.insert(),
-            [
-                {
-                    "id": str(uuid.uuid4()),
-                    "project_id": project_id,
-                    "identity_id": (identity_id, other_id, None)[index % 3],
-                    "tier": "episodic",
-                    "key": None,
-                    "content": f"memory {index}",
-                    "created_at": now - timedelta(minutes=index % 600),
-                    "elevated_at": None,
-                    "expression_patch": None,
-                }
-                for index in range(count)
-            ],
+    now = utcnow()
+    owners = (identity_id, other_id, None)
+    rows = [
+        memory_row(
+            project_id,
+            owners[index % 3],
+            "episodic",
+            f"memory {index}",
+            now - timedelta(minutes=index % 600),
         )
-
-    in_db(live, insert)
+        for index in range(count)
+    ]
+    insert_memories(live, rows)
 
 
 def seed_elevated(live: Live, project_id: str, identity_id: str) -> None:
-    def insert(conn: sa.Connection) -> None:
-        now = utcnow()
-        conn.execute(
-            memories.insert(),
-            [
-                {
-                    "id": str(uuid.uuid4()),
-                    "project_id": project_id,
-                    "identity_id": identity_id,
-                    "tier": ("foundational", "constitutive")[index % 2],
-                    "key": None,
-                    "content": f"elevated {index}",
-                    "created_at": now - timedelta(days=index),
-                    "elevated_at": now - timedelta(days=index),
-                    "expression_patch": {"register_append": f"r{index}"},
-                }
-                for index in range(ELEVATED)
-            ],
+    now = utcnow()
+    rows = [
+        memory_row(
+            project_id,
+            identity_id,
+            ("foundational", "constitutive")[index % 2],
+            f"elevated {index}",
+            now - timedelta(days=index),
+            patch={"register_append": f"r{index}"},
         )
-
-    in_db(live, insert)
+        for index in range(ELEVATED)
+    ]
+    insert_memories(live, rows)
 
 
 def wake_reads(project_id: str, identity_id: str) -> Callable[[sa.Connection], None]:
