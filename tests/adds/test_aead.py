@@ -25,8 +25,8 @@ from hearth.adds import (
     x25519_key_id,
 )
 from hearth.adds.aead import (
-    _aes_gcm_decrypt,
-    _aes_gcm_encrypt,
+    aes_gcm_decrypt,
+    aes_gcm_encrypt,
     encrypt_chunk_into,
     hkdf_sha256,
     x25519_shared,
@@ -183,17 +183,17 @@ def test_sealing_into_a_buffer_of_the_wrong_size_is_refused() -> None:
 def test_aes_gcm_wrapper_refuses_other_key_sizes() -> None:
     for length in (16, 24):
         with pytest.raises(AddsError) as excinfo:
-            _aes_gcm_encrypt(bytes(length), NONCE, b"", b"x")
+            aes_gcm_encrypt(bytes(length), NONCE, b"", b"x")
         assert code_of(excinfo) == "crypto.key_length"
 
 
 def test_aes_gcm_wrapper_refuses_other_nonce_sizes() -> None:
     for length in (0, 8, 16):
         with pytest.raises(AddsError) as excinfo:
-            _aes_gcm_encrypt(KEY, bytes(length), b"", b"x")
+            aes_gcm_encrypt(KEY, bytes(length), b"", b"x")
         assert code_of(excinfo) == "crypto.nonce_length"
         with pytest.raises(AddsError) as excinfo:
-            _aes_gcm_decrypt(KEY, bytes(length), b"", bytes(17))
+            aes_gcm_decrypt(KEY, bytes(length), b"", bytes(17))
         assert code_of(excinfo) == "crypto.nonce_length"
 
 

@@ -7,9 +7,8 @@ import json
 import pytest
 
 from hearth.adds import validate
-
-from .cases import INVALID, VALID, Invalid
-from .doc_codes import documented_error_codes
+from tests.support.adds_cases import INVALID, VALID, Invalid
+from tests.support.doc_codes import documented_error_codes
 
 
 @pytest.mark.parametrize("name", sorted(VALID))

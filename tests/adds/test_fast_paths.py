@@ -27,8 +27,7 @@ from hearth.adds.cid import cid_for_bytes
 from hearth.adds.kinds import KINDS, KindRules
 from hearth.adds.problems import Problem
 from hearth.adds.validate import ValidationResult, validate
-
-from .cases import VALID
+from tests.support.adds_cases import VALID
 
 # The module, not the function that hearth.adds exports under the same name.
 validate_module = importlib.import_module("hearth.adds.validate")

@@ -21,8 +21,7 @@ from hearth.adds import AddsError, OpenError, open_object, publish
 from hearth.adds import objects as objects_module
 from hearth.adds.cid import cid_for_bytes
 from hearth.adds.objects import BatchingBlockSink, HashedBlock
-
-from .test_objects import (
+from tests.support.adds_objects import (
     ALICE,
     BOB,
     BOXES,

@@ -51,7 +51,7 @@ from hearth.adds import (
 from hearth.adds.canonical import CanonicalizationError, canonicalize, is_simple
 from hearth.adds.ed25519 import private_key_from_raw
 from hearth.adds.ijson import MAX_SAFE_INTEGER
-from tests.adds.strategies import (
+from tests.support.adds_strategies import (
     BUILDERS,
     MEMBERS,
     any_scalar_characters,

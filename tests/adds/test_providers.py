@@ -38,7 +38,7 @@ from hearth.adds.providers import (
     record_in_force,
     resolve_provider_records,
 )
-from tests.adds.strategies import cids, uri_templates
+from tests.support.adds_strategies import cids, uri_templates
 from tests.vectors.generate import signing_key
 
 NOW = 1_795_000_000

@@ -36,8 +36,7 @@ from hearth.adds.ijson import MAX_SAFE_INTEGER
 from hearth.adds.kinds import KINDS, MAX_CHUNKS, RIGHTS
 from hearth.adds.problems import Problem
 from hearth.adds.rules import extensions as check_extensions
-
-from .cases import INVALID, VALID, Invalid, is_schema_code
+from tests.support.adds_cases import INVALID, VALID, Invalid, is_schema_code
 
 BASE = "https://hearth.invalid/adds/0.1/"
 KIND_NAMES = ("manifest", "grant", "provider_record", "head", "receipt")

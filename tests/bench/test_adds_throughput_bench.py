@@ -127,7 +127,8 @@ def test_the_commands_are_held_against_the_library_with_their_own_defaults(
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "adds_throughput", module)  # its dataclasses look for it
     spec.loader.exec_module(module)
-    from hearth.cli.adds_objects import open_command, publish_command  # noqa: PLC0415
+    from hearth.cli.adds.open import open_command  # noqa: PLC0415
+    from hearth.cli.adds.publish import publish_command  # noqa: PLC0415
 
     defaults = {
         name: inspect.signature(command).parameters["workers"].default.default

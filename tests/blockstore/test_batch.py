@@ -32,8 +32,7 @@ from hearth.blockstore import (
 )
 from hearth.blockstore import fs as fs_module
 from hearth.blockstore.fs import LocalBatch
-
-from . import files_under, make_block, temp_files
+from tests.support.blocks import files_under, make_block, temp_files
 
 LocalStore = FileBlockStore | DirectoryBlockStore
 KINDS: dict[str, Callable[[Path], LocalStore]] = {

@@ -15,8 +15,7 @@ from hearth.blockstore import (
     DirectoryBlockStore,
     FileBlockStore,
 )
-
-from . import files_under, make_block, with_tail_bits
+from tests.support.blocks import files_under, make_block, with_tail_bits
 
 
 def test_blocks_are_flat_files_named_by_their_cids(tmp_path: Path) -> None:

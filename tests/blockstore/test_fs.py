@@ -37,8 +37,7 @@ from hearth.blockstore import (
     direct_io,
 )
 from hearth.blockstore import fs as fs_module
-
-from . import INVALID_CIDS, files_under, make_block, temp_files
+from tests.support.blocks import INVALID_CIDS, files_under, make_block, temp_files
 
 LocalStore = FileBlockStore | DirectoryBlockStore
 KINDS: dict[str, Callable[[Path], LocalStore]] = {

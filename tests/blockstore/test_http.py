@@ -35,8 +35,7 @@ from hearth.blockstore import (
     open_block_store,
 )
 from hearth.blockstore.base import check_cid
-
-from . import INVALID_CIDS, make_block
+from tests.support.blocks import INVALID_CIDS, make_block
 
 TOKEN = "s3cret-provider-token"
 

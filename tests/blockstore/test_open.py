@@ -19,8 +19,7 @@ from hearth.blockstore import (
     copy_blocks,
     open_block_store,
 )
-
-from . import files_under, make_block
+from tests.support.blocks import files_under, make_block
 
 
 @pytest.mark.parametrize(

@@ -10,15 +10,13 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from typer.testing import CliRunner, Result
 
-from hearth.cli.main import app
 from hearth.client import HearthClient
 from hearth.client.backup import open_backup
 from hearth.client.mnemonic_keys import check_mnemonic, derive_keys, new_mnemonic
-from tests.client.conftest import serve
+from tests.support.cli_homes import PASSPHRASE, ok, run
+from tests.support.live import embedded_service
 
-PASSPHRASE = "a long passphrase for the key file"
 WORD = re.compile(r"\b\d{1,2}\. ([a-z]+)\b")
 
 
@@ -26,21 +24,8 @@ WORD = re.compile(r"\b\d{1,2}\. ([a-z]+)\b")
 def service(tmp_path: Path) -> Iterator[str]:
     directory = tmp_path / "service"
     directory.mkdir()
-    with serve(directory) as base_url:
+    with embedded_service(directory) as base_url:
         yield base_url
-
-
-def run(
-    args: list[str], home: Path, *, passphrase: str | None = PASSPHRASE, input: str | None = None
-) -> Result:
-    # An empty HEARTH_PASSPHRASE counts as unset, so passphrase=None leaves only the file/prompt.
-    env = {"HEARTH_HOME": str(home), "HEARTH_PASSPHRASE": passphrase or ""}
-    return CliRunner().invoke(app, args, env=env, input=input)
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.exit_code, result.output, result.exception)
-    return result
 
 
 def words_from(stderr: str) -> str:

@@ -1,7 +1,7 @@
 """``hearth adds keygen|publish|grant|open|head|provider-record|receipt|blocks``, end to end.
 
 Local tests run the commands in process (typer's CliRunner) against real block stores on disk;
-the service tests run them against the real service over real HTTP (tests/server/live.py).
+the service tests run them against the real service over real HTTP (tests/support/live.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from hearth.adds.keys import load_ed25519_private_key, load_x25519_private_key
 from hearth.blockstore import DirectoryBlockStore, FileBlockStore
 from hearth.cli.client_config import Profile, save_api_key, save_profile
 from hearth.cli.main import app
-from tests.server.live import Live, live_service, register, sqlite_settings
+from tests.support.agents import register
+from tests.support.live import Live, live_service, sqlite_settings
 
 NOW = 1_795_000_000
 DAY = 86_400

@@ -4,8 +4,6 @@ the live service, its keys from files, stopped with Ctrl-C (SIGINT)."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +11,19 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hearth.adds.keys import private_key_pem
 from hearth.cli.bridge import app
 from hearth.client.mnemonic_keys import derive_keys, new_mnemonic
 from hearth.server.bridge import BridgeRefused
-from tests.server.live import Live, live_service, sqlite_settings
-from tests.server.test_bridge import Bridged, _seal, hub, on_server, provision, wait_for
+from tests.support.bridge import (
+    bridge_args,
+    hub,
+    on_server,
+    provision,
+    sealed_thought,
+    start_bridge,
+)
+from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.polling import eventually
 
 WAIT_S = 20.0
 
@@ -29,51 +34,21 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield live
 
 
-def _files(tmp_path: Path, bridged: Bridged, token: str | None = None) -> list[str]:
-    token_file = tmp_path / "control-token"
-    token_file.write_text((token or bridged.control_token) + "\n", encoding="utf-8")
-    key_file = tmp_path / "bridge.ed25519.pem"
-    key_file.write_bytes(private_key_pem(bridged.bridge_key))
-    words = tmp_path / "words"
-    words.write_text(bridged.mnemonic + "\n", encoding="utf-8")
-    return [
-        "--runtime",
-        bridged.runtime_id,
-        "--url",
-        bridged.live.base_url,
-        "--control-token-file",
-        str(token_file),
-        "--bridge-key",
-        str(key_file),
-        "--mnemonic-file",
-        str(words),
-    ]
-
-
-def _start(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "hearth.cli.bridge", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HEARTH_HOME": str(tmp_path)},
-    )
-
-
 def test_a_real_bridge_process_decrypts_under_the_users_k_master(
     live: Live, tmp_path: Path
 ) -> None:
     bridged = provision(live)
     thought = b"what I would rather keep to myself"
     strand_id = str(uuid.uuid4())
-    nonce, ciphertext = _seal(bridged.k_master, strand_id, 4, thought)
-    stranger_nonce, stranger_ct = _seal(
+    nonce, ciphertext = sealed_thought(bridged.k_master, strand_id, 4, thought)
+    stranger_nonce, stranger_ct = sealed_thought(
         derive_keys(new_mnemonic()).strand_master, strand_id, 4, thought
     )
-    process = _start([*_files(tmp_path, bridged), "--initial-delay", "0.05", "-v"], tmp_path)
+    process = start_bridge(
+        [*bridge_args(tmp_path, bridged), "--initial-delay", "0.05", "-v"], tmp_path
+    )
     try:
-        wait_for(
+        eventually(
             lambda: bridged.record()["bridge_connected"] or process.poll() is not None,
             "the bridge process to connect",
             WAIT_S,
@@ -99,13 +74,13 @@ def test_a_real_bridge_process_decrypts_under_the_users_k_master(
     # ...and never a secret or a thought.
     for secret in (bridged.control_token, bridged.mnemonic.split()[0] + " ", thought.decode()):
         assert secret not in stderr
-    wait_for(lambda: not bridged.record()["bridge_connected"], "bridge_connected false")
+    eventually(lambda: not bridged.record()["bridge_connected"], "bridge_connected false")
     assert bridged.events()[-1] == "bridge_disconnected"
 
 
 def test_a_refused_control_token_ends_the_process_with_status_1(live: Live, tmp_path: Path) -> None:
     bridged = provision(live)
-    process = _start(_files(tmp_path, bridged, token="hrt_wrong"), tmp_path)
+    process = start_bridge(bridge_args(tmp_path, bridged, token="hrt_wrong"), tmp_path)
     _, stderr = process.communicate(timeout=WAIT_S)
     assert process.returncode == 1
     assert "HTTP 401" in stderr
@@ -115,7 +90,7 @@ def test_a_refused_control_token_ends_the_process_with_status_1(live: Live, tmp_
 
 def test_usage_errors_exit_2(live: Live, tmp_path: Path) -> None:
     bridged = provision(live, bind=False)
-    args = _files(tmp_path, bridged)
+    args = bridge_args(tmp_path, bridged)
     runner = CliRunner()
     missing_key = [*args]
     missing_key[missing_key.index("--bridge-key") + 1] = str(tmp_path / "absent.pem")

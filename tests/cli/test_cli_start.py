@@ -142,7 +142,7 @@ def test_a_group_help_imports_that_group_only(tmp_path: Path, group: str) -> Non
     own = COMMANDS[group].module
     assert own in modules
     others = [m for m in COMMAND_MODULES if m != own]
-    # adds.py registers the object commands of adds_objects.py; client_config and files are
+    # adds/ registers its commands from a module per family; client_config and files are
     # helpers every group shares, not commands.
     assert loaded(modules, others) == []
 
@@ -162,7 +162,7 @@ def test_adds_help_imports_nothing_remote(tmp_path: Path, args: list[str]) -> No
     done, modules = run_cli(tmp_path, *args)
     assert done.returncode == 0, done.stderr
     assert f" {' '.join(args[:-1])} [OPTIONS]" in done.stdout  # its usage line
-    assert "hearth.cli.adds_objects" in modules
+    assert "hearth.cli.adds.publish" in modules
     assert loaded(modules, list(REMOTE_ONLY)) == []
 
 
@@ -197,7 +197,7 @@ def test_a_local_publish_and_open_import_nothing_remote(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert opened.read_bytes() == data
     for imported in (modules, published, opening):
-        assert "hearth.cli.adds_objects" in imported
+        assert "hearth.cli.adds.publish" in imported
         assert loaded(imported, list(REMOTE_ONLY)) == []
 
 

@@ -15,11 +15,8 @@ import pytest
 from hearth.adds.keys import load_ed25519_private_key
 from hearth.client import HearthClient
 from hearth.proofs import b64_encode
-from tests.cli.homes import home_with_identity, ok, run
-from tests.server.live import (
-    Live,
-    live_on,
-)
+from tests.support.cli_homes import home_with_identity, ok, run
+from tests.support.live import Live, live_on
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from hearth.client import HearthClient
-from tests.cli.homes import ok, run
-from tests.client.conftest import serve
+from tests.support.cli_homes import ok, run
+from tests.support.live import embedded_service
 
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[str]:
     directory = tmp_path / "service"
     directory.mkdir()
-    with serve(directory) as base_url:
+    with embedded_service(directory) as base_url:
         yield base_url
 
 

@@ -29,13 +29,9 @@ from hearth.client import HearthClient
 from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_mnemonic
 from hearth.proofs import b64_decode
 from hearth.proofs.thoughts import ThoughtOpenError, open_thought
-from tests.fakes.llm import FakeLlm, fake_llm, reply_text
-from tests.server.live import (
-    Agent,
-    Live,
-    live_on,
-    register,
-)
+from tests.support.agents import Agent, register
+from tests.support.fake_llm import FakeLlm, reply_text
+from tests.support.live import Live, live_on
 
 WAIT_S = 30.0
 API_KEY = "sk-user-own-key-0123456789"
@@ -48,12 +44,6 @@ def live(
     tmp = tmp_path_factory.mktemp(f"runtime_cli_{request.param}")
     with live_on(request.param, tmp) as service:
         yield service
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLlm]:
-    with fake_llm() as server:
-        yield server
 
 
 @dataclass

@@ -14,11 +14,8 @@ import pytest
 from typer.testing import Result
 
 from hearth.client import HearthClient
-from tests.cli.homes import home_with_identity, ok, run
-from tests.server.live import (
-    Live,
-    live_on,
-)
+from tests.support.cli_homes import home_with_identity, ok, run
+from tests.support.live import Live, live_on
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -211,11 +211,9 @@ def test_malformed_descriptor(sealed: SealedBackup, descriptor: str, expected: s
         open_backup(sealed.blob_base64, descriptor, PASSPHRASE)
 
 
-class _KdfForbidden:
-    """Stands in for Argon2id: any construction means key derivation was attempted."""
-
-    def __init__(self, **_: object) -> None:
-        raise AssertionError("key derivation ran")
+def _kdf_forbidden(*_: object, **__: object) -> bytes:
+    """Stands in for Argon2id: any call means key derivation was attempted."""
+    raise AssertionError("key derivation ran")
 
 
 @pytest.mark.parametrize(
@@ -235,7 +233,7 @@ class _KdfForbidden:
 def test_hostile_parameters_refused_before_any_kdf_work(
     monkeypatch: pytest.MonkeyPatch, sealed: SealedBackup, params: str, expected: str
 ) -> None:
-    monkeypatch.setattr(backup_module, "Argon2id", _KdfForbidden)
+    monkeypatch.setattr(backup_module, "argon2id", _kdf_forbidden)
     descriptor = f"argon2id-v1;{params};salt={SALT_B64}"
     with pytest.raises(BackupError, match="out of range") as info:
         open_backup(sealed.blob_base64, descriptor, PASSPHRASE)
@@ -246,7 +244,7 @@ def test_kdf_stub_does_catch_key_derivation(
     monkeypatch: pytest.MonkeyPatch, sealed: SealedBackup
 ) -> None:
     # Guards the test above against passing vacuously: with sane parameters the stub is reached.
-    monkeypatch.setattr(backup_module, "Argon2id", _KdfForbidden)
+    monkeypatch.setattr(backup_module, "argon2id", _kdf_forbidden)
     with pytest.raises(AssertionError, match="key derivation ran"):
         open_backup(sealed.blob_base64, sealed.key_derivation, PASSPHRASE)
 

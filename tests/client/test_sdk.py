@@ -14,8 +14,7 @@ from hearth.client import HearthClient, HearthError, Registration
 from hearth.client.backup import BackupError, open_backup, seal_backup
 from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_mnemonic
 from hearth.proofs import AUTHORITY_HEADERS, authority_digest, b64_decode, verify_digest
-
-from .conftest import POW_BITS
+from tests.support.live import POW_BITS
 
 PASSPHRASE = "correct horse battery staple"
 EXPRESSION = {

@@ -23,12 +23,7 @@ from hearth.client import (
     sponsor_statement,
 )
 from hearth.proofs import b64_encode
-from tests.server.live import (
-    Live,
-    live_on,
-)
-
-POW_BITS = 8
+from tests.support.live import POW_BITS, Live, live_on
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -10,14 +10,13 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from hearth.client import HearthClient, HearthError, Registration, attest_memory
 from hearth.proofs import did_key_for_ed25519
-
-from .conftest import POW_BITS, serve
+from tests.support.live import POW_BITS, embedded_service
 
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # One service for the module: it registers three identities, within the per-IP limit.
-    with serve(tmp_path_factory.mktemp("sdk-memories")) as url:
+    with embedded_service(tmp_path_factory.mktemp("sdk-memories")) as url:
         yield url
 
 

@@ -26,10 +26,7 @@ from hearth.client.self_runtime import (
     thought_plaintext,
 )
 from hearth.proofs import b64_encode
-from tests.server.live import (
-    Live,
-    live_on,
-)
+from tests.support.live import Live, live_on
 
 POW_BITS = 8
 

@@ -15,10 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from hearth.client import HearthClient, HearthError, Registration, VoiceEvent
-from tests.server.live import (
-    Live,
-    live_on,
-)
+from tests.support.live import Live, live_on
 
 POW_BITS = 8
 

@@ -13,8 +13,7 @@ from hearth.adds.b64 import (
     b64url_problem,
     canonical_b64url_pattern,
 )
-
-from .conftest import available, cases_or_missing, parse_multibase_csv, suite
+from tests.support.external_suites import available, cases_or_missing, parse_multibase_csv, suite
 
 MULTIBASE = "multibase"
 WYCHEPROOF = "wycheproof"

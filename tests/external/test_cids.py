@@ -25,8 +25,7 @@ from hearth.adds.cid import (
     decode_binary_cid,
     decode_cid,
 )
-
-from .conftest import available, cases_or_missing, parse_multibase_csv, suite
+from tests.support.external_suites import available, cases_or_missing, parse_multibase_csv, suite
 
 MULTIBASE = "multibase"
 MULTIHASH = "multihash"

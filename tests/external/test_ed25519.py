@@ -25,8 +25,7 @@ from hearth.adds.ed25519 import (
     verify,
     verify_with_cryptography,
 )
-
-from .conftest import available, cases_or_missing, suite
+from tests.support.external_suites import available, cases_or_missing, suite
 
 VERIFIERS: list[Callable[[bytes, bytes, bytes], bool]] = [verify, verify_with_cryptography]
 

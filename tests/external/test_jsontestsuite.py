@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from hearth.adds.ijson import IJsonError, parse
-
-from .conftest import available, cases_or_missing, suite
+from tests.support.external_suites import available, cases_or_missing, suite
 
 NAME = "JSONTestSuite"
 ROOT = available(NAME)

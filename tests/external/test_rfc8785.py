@@ -10,8 +10,7 @@ import pytest
 
 from hearth.adds.canonical import canonicalize
 from hearth.adds.ijson import MAX_SAFE_INTEGER, IJsonError, parse
-
-from .conftest import available, cases_or_missing, suite
+from tests.support.external_suites import available, cases_or_missing, suite
 
 NAME = "json-canonicalization"
 ROOT = available(NAME)

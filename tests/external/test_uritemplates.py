@@ -8,8 +8,7 @@ import json
 import pytest
 
 from hearth.adds.uritemplates import template_problem
-
-from .conftest import available, cases_or_missing, suite
+from tests.support.external_suites import available, cases_or_missing, suite
 
 NAME = "uritemplate-test"
 ROOT = available(NAME)

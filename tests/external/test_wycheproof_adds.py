@@ -24,14 +24,13 @@ import pytest
 
 from hearth.adds import AddsError
 from hearth.adds.aead import (
-    _aes_gcm_decrypt,
-    _aes_gcm_encrypt,
-    _aes_gcm_encrypt_into,
+    aes_gcm_decrypt,
+    aes_gcm_encrypt,
+    aes_gcm_encrypt_into,
     hkdf_sha256,
     x25519_shared,
 )
-
-from .conftest import available, cases_or_missing, suite
+from tests.support.external_suites import available, cases_or_missing, suite
 
 WYCHEPROOF = "wycheproof"
 FOLDER = Path("testvectors_v1")
@@ -78,25 +77,25 @@ def test_aes_gcm(case: dict[str, Any] | None) -> None:
     if not _adds_parameters(case):
         expected = "crypto.key_length" if case["keySize"] != 256 else "crypto.nonce_length"
         with pytest.raises(AddsError) as excinfo:
-            _aes_gcm_encrypt(key, iv, aad, msg)
+            aes_gcm_encrypt(key, iv, aad, msg)
         assert _code(excinfo) == expected
         with pytest.raises(AddsError) as excinfo:
-            _aes_gcm_decrypt(key, iv, aad, sealed)
+            aes_gcm_decrypt(key, iv, aad, sealed)
         assert _code(excinfo) == expected
         with pytest.raises(AddsError) as excinfo:
-            _aes_gcm_encrypt_into(key, iv, aad, msg, memoryview(bytearray(len(msg) + 16)))
+            aes_gcm_encrypt_into(key, iv, aad, msg, memoryview(bytearray(len(msg) + 16)))
         assert _code(excinfo) == expected
         return
     if case["result"] == "valid":
-        assert _aes_gcm_encrypt(key, iv, aad, msg) == sealed
+        assert aes_gcm_encrypt(key, iv, aad, msg) == sealed
         out = memoryview(bytearray(len(sealed)))  # publish's path: into a store's buffer
-        assert _aes_gcm_encrypt_into(key, iv, aad, msg, out) == len(sealed)
+        assert aes_gcm_encrypt_into(key, iv, aad, msg, out) == len(sealed)
         assert out == sealed
-        assert _aes_gcm_decrypt(key, iv, aad, sealed) == msg
+        assert aes_gcm_decrypt(key, iv, aad, sealed) == msg
     else:
         assert case["result"] == "invalid"
         with pytest.raises(AddsError) as excinfo:
-            _aes_gcm_decrypt(key, iv, aad, sealed)
+            aes_gcm_decrypt(key, iv, aad, sealed)
         assert _code(excinfo) == "crypto.decrypt_failed"
 
 

@@ -37,7 +37,6 @@ from .builders import (
     Endpoint,
     InventoryItem,
     KeyWrap,
-    Right,
     Role,
     SignedDocument,
     build_grant,
@@ -51,7 +50,7 @@ from .cid import cid_for_bytes, decode_cid
 from .documents import SIGNING_CONTEXT, document_cid, sign_document, signed_bytes, verify_document
 from .heads import HeadResolution, next_head, resolve_heads
 from .ijson import IJsonError, parse
-from .kinds import KINDS, x25519_key_id
+from .kinds import KINDS, Right, x25519_key_id
 from .objects import (
     BlockSink,
     BlockSource,

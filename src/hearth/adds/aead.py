@@ -9,9 +9,11 @@
   manifest_cid, 32 bytes); ciphertext = AES-256-GCM(KEK, nonce, content_key, aad=empty). An
   all-zero shared secret (a small-order public key, RFC 7748 section 6.1) is refused both ways.
 
-Everything goes through three small primitives, ``_aes_gcm_encrypt``/``_aes_gcm_decrypt``,
+Everything goes through three small primitives, ``aes_gcm_encrypt``/``aes_gcm_decrypt``,
 ``x25519_shared`` and ``hkdf_sha256``, which the external suites (Wycheproof) exercise directly.
-Every refusal is an ``AddsError`` whose one problem carries a stable ``crypto.*`` code.
+They are hearth's one AES-256-GCM and one HKDF: ``hearth.proofs.sealing`` and
+``hearth.proofs.kdf`` build the service's and the client's recipes on them rather than writing
+their own. Every refusal is an ``AddsError`` whose one problem carries a stable ``crypto.*`` code.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ __all__ = [
     "KEY_WRAP_ALGORITHM",
     "KEY_WRAP_INFO",
     "NONCE_LENGTH",
+    "aes_gcm_decrypt",
+    "aes_gcm_decrypt_into",
+    "aes_gcm_encrypt",
+    "aes_gcm_encrypt_into",
     "chunk_aad",
     "content_key_id",
     "decrypt_chunk",
@@ -78,7 +84,7 @@ def _need_length(value: bytes, length: int, code: str, what: str) -> None:
 # --- primitives (exercised by tests/external/test_wycheproof_adds.py) -----------------------
 
 
-def _aes_gcm_encrypt(key: bytes, nonce: bytes, aad: bytes, plaintext: bytes | memoryview) -> bytes:
+def aes_gcm_encrypt(key: bytes, nonce: bytes, aad: bytes, plaintext: bytes | memoryview) -> bytes:
     """AES-256-GCM with a 12-byte nonce and a 16-byte tag: ciphertext || tag.
 
     Other key or nonce sizes are refused: ADDS uses exactly this one parameter set.
@@ -88,10 +94,10 @@ def _aes_gcm_encrypt(key: bytes, nonce: bytes, aad: bytes, plaintext: bytes | me
     return AESGCM(key).encrypt(nonce, plaintext, aad)
 
 
-def _aes_gcm_encrypt_into(
+def aes_gcm_encrypt_into(
     key: bytes, nonce: bytes, aad: bytes, plaintext: bytes | memoryview, out: memoryview
 ) -> int:
-    """``_aes_gcm_encrypt`` written into ``out`` (exactly len(plaintext) + 16 bytes long)
+    """``aes_gcm_encrypt`` written into ``out`` (exactly len(plaintext) + 16 bytes long)
     instead of a new buffer; returns the length written."""
     _need_length(key, KEY_LENGTH, "crypto.key_length", "an AES-256-GCM key")
     _need_length(nonce, NONCE_LENGTH, "crypto.nonce_length", "an AES-GCM nonce")
@@ -108,7 +114,7 @@ def _openable(key: bytes, nonce: bytes, ciphertext: bytes | memoryview) -> None:
         )
 
 
-def _aes_gcm_decrypt(key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | memoryview) -> bytes:
+def aes_gcm_decrypt(key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | memoryview) -> bytes:
     """Open ciphertext || 16-byte tag; AddsError ``crypto.decrypt_failed`` if it does not
     authenticate."""
     _openable(key, nonce, ciphertext)
@@ -118,10 +124,10 @@ def _aes_gcm_decrypt(key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | m
         raise AddsError.single("crypto.decrypt_failed", "AES-GCM authentication failed") from None
 
 
-def _aes_gcm_decrypt_into(
+def aes_gcm_decrypt_into(
     key: bytes, nonce: bytes, aad: bytes, ciphertext: bytes | memoryview, out: memoryview
 ) -> int:
-    """``_aes_gcm_decrypt`` written into ``out`` (exactly len(ciphertext) - 16 bytes long);
+    """``aes_gcm_decrypt`` written into ``out`` (exactly len(ciphertext) - 16 bytes long);
     returns the length written. On ``crypto.decrypt_failed`` ``out`` may hold unauthenticated
     bytes: the caller must not use them."""
     _openable(key, nonce, ciphertext)
@@ -187,7 +193,7 @@ def encrypt_chunk(
     plaintext: bytes | memoryview,
 ) -> bytes:
     """One block: AES-256-GCM(content_key, nonce, plaintext, chunk_aad) with the tag appended."""
-    return _aes_gcm_encrypt(content_key, nonce, chunk_aad(aad_context, index), plaintext)
+    return aes_gcm_encrypt(content_key, nonce, chunk_aad(aad_context, index), plaintext)
 
 
 def encrypt_chunk_into(
@@ -201,7 +207,7 @@ def encrypt_chunk_into(
 ) -> int:
     """``encrypt_chunk`` written into ``out``, which must be exactly ``len(plaintext)`` + 16
     bytes: the same block, without a buffer of its own (a store's aligned write buffer)."""
-    return _aes_gcm_encrypt_into(content_key, nonce, chunk_aad(aad_context, index), plaintext, out)
+    return aes_gcm_encrypt_into(content_key, nonce, chunk_aad(aad_context, index), plaintext, out)
 
 
 def decrypt_chunk(
@@ -213,7 +219,7 @@ def decrypt_chunk(
 ) -> bytes:
     """The plaintext of one block; AddsError ``crypto.decrypt_failed`` when it does not
     authenticate (wrong key, nonce, context or index, or altered bytes)."""
-    return _aes_gcm_decrypt(content_key, nonce, chunk_aad(aad_context, index), block)
+    return aes_gcm_decrypt(content_key, nonce, chunk_aad(aad_context, index), block)
 
 
 def decrypt_chunk_into(
@@ -228,7 +234,7 @@ def decrypt_chunk_into(
     """``decrypt_chunk`` written into ``out``, which must be exactly ``len(block)`` - 16 bytes
     (an output file's aligned write buffer); returns that length. When it raises, ``out`` may
     hold unauthenticated bytes, which must not be used."""
-    return _aes_gcm_decrypt_into(content_key, nonce, chunk_aad(aad_context, index), block, out)
+    return aes_gcm_decrypt_into(content_key, nonce, chunk_aad(aad_context, index), block, out)
 
 
 # --- key wrap -------------------------------------------------------------------------------
@@ -268,7 +274,7 @@ def wrap_content_key(
         X25519PrivateKey.from_private_bytes(ephemeral_private).public_key().public_bytes_raw()
     )
     kek = _kek(shared, ephemeral_public, audience_public, info)
-    return KeyWrap(ephemeral_public, nonce, _aes_gcm_encrypt(kek, nonce, b"", content_key))
+    return KeyWrap(ephemeral_public, nonce, aes_gcm_encrypt(kek, nonce, b"", content_key))
 
 
 def key_wrap_from_json(value: Mapping[str, Any]) -> KeyWrap:
@@ -310,7 +316,7 @@ def unwrap_content_key(
     shared = x25519_shared(audience_private.private_bytes_raw(), wrap.ephemeral_public_key)
     kek = _kek(shared, wrap.ephemeral_public_key, audience_public, info)
     try:
-        content_key = _aes_gcm_decrypt(kek, wrap.nonce, b"", wrap.ciphertext)
+        content_key = aes_gcm_decrypt(kek, wrap.nonce, b"", wrap.ciphertext)
     except AddsError as exc:
         raise AddsError.single(
             "crypto.unwrap_failed",

@@ -21,7 +21,7 @@ from .b64 import b64url_encode
 from .canonical import CanonicalizationError, canonicalize
 from .cid import cid_for_bytes
 from .documents import sign_document
-from .kinds import TAG_LENGTH, x25519_key_id
+from .kinds import TAG_LENGTH, Right, x25519_key_id
 from .problems import AddsError
 from .validate import validate
 
@@ -32,7 +32,6 @@ __all__ = [
     "Endpoint",
     "InventoryItem",
     "KeyWrap",
-    "Right",
     "Role",
     "SignedDocument",
     "build_grant",
@@ -43,13 +42,6 @@ __all__ = [
 ]
 
 VERSION = "0.1"
-
-
-class Right(enum.StrEnum):
-    READ = "read"
-    DERIVE = "derive"
-    REPLICATE = "replicate"
-    DELEGATE = "delegate"
 
 
 class Role(enum.StrEnum):

@@ -15,6 +15,7 @@ import re
 from binascii import a2b_base64, b2a_base64
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from itertools import repeat
 from operator import add, itemgetter
 from typing import Any, TypeGuard
@@ -45,6 +46,7 @@ __all__ = [
     "SIGNER_MEMBER",
     "TAG_LENGTH",
     "KindRules",
+    "Right",
     "x25519_key_id",
 ]
 
@@ -52,7 +54,18 @@ Problems = list[Problem]
 CrossCheck = Callable[[dict[str, Any], Problems], None]
 
 TAG_LENGTH = 16  # AES-GCM tag bytes appended to every ciphertext block
-RIGHTS = ("read", "derive", "replicate", "delegate")
+
+
+class Right(StrEnum):
+    """What a grant lets its audience do with a manifest's content (``rights``)."""
+
+    READ = "read"
+    DERIVE = "derive"
+    REPLICATE = "replicate"
+    DELEGATE = "delegate"
+
+
+RIGHTS: tuple[str, ...] = tuple(right.value for right in Right)
 MAX_CHUNKS = 1_048_576
 MAX_CHUNK_SIZE = 16_777_216
 _KEY_ID = re.compile(r"sha256:[A-Za-z0-9_-]{43}")

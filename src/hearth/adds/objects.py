@@ -41,10 +41,10 @@ from .aead import (
     wrap_content_key,
 )
 from .b64 import b64url_decode
-from .builders import Chunk, Encryption, Right, SignedDocument, build_grant, build_manifest
+from .builders import Chunk, Encryption, SignedDocument, build_grant, build_manifest
 from .canonical import CanonicalizationError, canonicalize
 from .cid import cid_for_bytes
-from .kinds import MAX_CHUNK_SIZE, MAX_CHUNKS, TAG_LENGTH
+from .kinds import MAX_CHUNK_SIZE, MAX_CHUNKS, TAG_LENGTH, Right
 from .problems import AddsError, Problem
 from .validate import ValidationResult, validate
 

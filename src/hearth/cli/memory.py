@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx2
 import typer
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rich.markup import escape
 from rich.table import Table
 
@@ -17,8 +16,9 @@ from hearth.adds import AddsError
 from hearth.adds.keys import load_ed25519_private_key
 from hearth.client import HearthError
 from hearth.client.backup import BackupError, open_backup
-from hearth.client.sdk import Memory, attest_memory
+from hearth.client.memories import Memory, attest_memory
 from hearth.proofs import did_key_for_ed25519
+from hearth.proofs.key_types import Ed25519PrivateKey
 
 from .client_config import (
     BASE_URL_OPTION,

@@ -1,73 +1,152 @@
-"""Client side of hearth: the SDK (httpx2), key derivation from a mnemonic, sealed key backups."""
+"""Client side of hearth: the SDK (httpx2), a provider node's ADDS routes (``AddsClient``), key
+derivation from a mnemonic, sealed key backups. The errors are drawn in ``errors.py``.
 
-from .common import InsufficientCredits
-from .life import (
-    Arrival,
-    Attestation,
-    AttestationPage,
-    BornFromTemplate,
-    Charge,
-    CopiedMemory,
-    Elevation,
-    Forked,
-    FundResult,
-    LedgerEntry,
-    LedgerPage,
-    PublicAgent,
-    PublicAgentPage,
-    Pulse,
-    Purchase,
-    Template,
-    TemplatePage,
-    Transfer,
-    VaultPage,
-    VaultSecret,
-    WalletDetail,
-    WalletRecord,
-    sponsor_statement,
-)
-from .runtimes import (
-    ControlToken,
-    IdentityKey,
-    InboxMessage,
-    InboxPage,
-    Runtime,
-    RuntimeEvent,
-    RuntimeEventPage,
-    RuntimePage,
-    Strand,
-    StrandPage,
-    Thought,
-    ThoughtOpenError,
-    ThoughtPage,
-    ThoughtWritten,
-)
-from .sdk import (
-    Authority,
-    BackupRecord,
-    Bootstrapped,
-    BootstrapStatus,
-    Candidate,
-    ChronicleEntry,
-    ChroniclePage,
-    CreatedKey,
-    Expression,
-    ExpressionState,
-    HearthClient,
-    HearthError,
-    KeyRecord,
-    Memory,
-    MemoryAttestation,
-    MemoryPage,
-    Plans,
-    Recovered,
-    Registration,
-    Wallet,
-    attest_memory,
-)
-from .wake import VoiceEvent, VoiceStream
+The names below load on first use (PEP 562): ``hearth.client.errors`` and ``hearth.client.adds``
+are imported by the HTTP block store and the CLI's ``hearth adds`` commands, which need neither
+the SDK nor its crypto, and importing the package would otherwise load them all (about 0.15 s).
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .adds import AddsClient
+    from .common import Authority, Expression, Wallet
+    from .errors import (
+        AddsRefusal,
+        ClientError,
+        HearthError,
+        InsufficientCredits,
+        InvalidAnswer,
+        TransportError,
+    )
+    from .identity import Candidate, ExpressionState, Plans, Recovered, Registration
+    from .life import (
+        Arrival,
+        Attestation,
+        AttestationPage,
+        BornFromTemplate,
+        Charge,
+        CopiedMemory,
+        Elevation,
+        Forked,
+        FundResult,
+        LedgerEntry,
+        LedgerPage,
+        PublicAgent,
+        PublicAgentPage,
+        Pulse,
+        Purchase,
+        Template,
+        TemplatePage,
+        Transfer,
+        VaultPage,
+        VaultSecret,
+        WalletDetail,
+        WalletRecord,
+        sponsor_statement,
+    )
+    from .memories import (
+        ChronicleEntry,
+        ChroniclePage,
+        Memory,
+        MemoryAttestation,
+        MemoryPage,
+        attest_memory,
+    )
+    from .project import BackupRecord, Bootstrapped, BootstrapStatus, CreatedKey, KeyRecord
+    from .runtimes import (
+        ControlToken,
+        IdentityKey,
+        InboxMessage,
+        InboxPage,
+        Runtime,
+        RuntimeEvent,
+        RuntimeEventPage,
+        RuntimePage,
+        Strand,
+        StrandPage,
+        Thought,
+        ThoughtOpenError,
+        ThoughtPage,
+        ThoughtWritten,
+    )
+    from .sdk import HearthClient
+    from .wake import VoiceEvent, VoiceStream
+
+# Where each public name lives: ``from hearth.client import X`` imports that module only.
+_HOMES = {
+    "AddsClient": "adds",
+    "Authority": "common",
+    "Expression": "common",
+    "Wallet": "common",
+    "AddsRefusal": "errors",
+    "ClientError": "errors",
+    "HearthError": "errors",
+    "InsufficientCredits": "errors",
+    "InvalidAnswer": "errors",
+    "TransportError": "errors",
+    "Candidate": "identity",
+    "ExpressionState": "identity",
+    "Plans": "identity",
+    "Recovered": "identity",
+    "Registration": "identity",
+    "Arrival": "life",
+    "Attestation": "life",
+    "AttestationPage": "life",
+    "BornFromTemplate": "life",
+    "Charge": "life",
+    "CopiedMemory": "life",
+    "Elevation": "life",
+    "Forked": "life",
+    "FundResult": "life",
+    "LedgerEntry": "life",
+    "LedgerPage": "life",
+    "PublicAgent": "life",
+    "PublicAgentPage": "life",
+    "Pulse": "life",
+    "Purchase": "life",
+    "Template": "life",
+    "TemplatePage": "life",
+    "Transfer": "life",
+    "VaultPage": "life",
+    "VaultSecret": "life",
+    "WalletDetail": "life",
+    "WalletRecord": "life",
+    "sponsor_statement": "life",
+    "ChronicleEntry": "memories",
+    "ChroniclePage": "memories",
+    "Memory": "memories",
+    "MemoryAttestation": "memories",
+    "MemoryPage": "memories",
+    "attest_memory": "memories",
+    "BackupRecord": "project",
+    "BootstrapStatus": "project",
+    "Bootstrapped": "project",
+    "CreatedKey": "project",
+    "KeyRecord": "project",
+    "ControlToken": "runtimes",
+    "IdentityKey": "runtimes",
+    "InboxMessage": "runtimes",
+    "InboxPage": "runtimes",
+    "Runtime": "runtimes",
+    "RuntimeEvent": "runtimes",
+    "RuntimeEventPage": "runtimes",
+    "RuntimePage": "runtimes",
+    "Strand": "runtimes",
+    "StrandPage": "runtimes",
+    "Thought": "runtimes",
+    "ThoughtOpenError": "runtimes",
+    "ThoughtPage": "runtimes",
+    "ThoughtWritten": "runtimes",
+    "HearthClient": "sdk",
+    "VoiceEvent": "wake",
+    "VoiceStream": "wake",
+}
 
 __all__ = [
+    "AddsClient",
+    "AddsRefusal",
     "Arrival",
     "Attestation",
     "AttestationPage",
@@ -80,6 +159,7 @@ __all__ = [
     "Charge",
     "ChronicleEntry",
     "ChroniclePage",
+    "ClientError",
     "ControlToken",
     "CopiedMemory",
     "CreatedKey",
@@ -94,6 +174,7 @@ __all__ = [
     "InboxMessage",
     "InboxPage",
     "InsufficientCredits",
+    "InvalidAnswer",
     "KeyRecord",
     "LedgerEntry",
     "LedgerPage",
@@ -120,6 +201,7 @@ __all__ = [
     "ThoughtPage",
     "ThoughtWritten",
     "Transfer",
+    "TransportError",
     "VaultPage",
     "VaultSecret",
     "VoiceEvent",
@@ -130,3 +212,12 @@ __all__ = [
     "attest_memory",
     "sponsor_statement",
 ]
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # found directly next time
+    return value

@@ -30,9 +30,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
+from hearth.proofs.kdf import argon2id
+from hearth.proofs.sealing import SealError, open_sealed, seal_with_nonce
 
 from .mnemonic_keys import IdentityKeys, KeyMaterialError, strict_b64decode
 
@@ -52,7 +51,6 @@ DEFAULT_PARAMS = (3, 65536, 1)  # (t iterations, m KiB, p lanes)
 SALT_BYTES = 16
 NONCE_BYTES = 12
 TAG_BYTES = 16
-KEY_BYTES = 32
 
 MAX_ITERATIONS = 64
 MAX_MEMORY_KIB = 1024 * 1024  # 1 GiB
@@ -147,8 +145,7 @@ def _passphrase_bytes(passphrase: str) -> bytes:
 
 
 def _aes_key(passphrase: bytes, salt: bytes, t: int, m: int, p: int) -> bytes:
-    kdf = Argon2id(salt=salt, length=KEY_BYTES, iterations=t, lanes=p, memory_cost=m)
-    return kdf.derive(passphrase)
+    return argon2id(passphrase, salt, iterations=t, memory_kib=m, lanes=p)
 
 
 def _associated_data(key_derivation: str) -> bytes:
@@ -188,8 +185,8 @@ def seal_backup(
         raise BackupError(f"nonce must be {NONCE_BYTES} bytes")
     key_derivation = _descriptor(t, m, p, salt)
     key = _aes_key(secret, salt, t, m, p)
-    sealed = AESGCM(key).encrypt(nonce, _plaintext(keys), _associated_data(key_derivation))
-    return SealedBackup(blob_base64=_b64encode(nonce + sealed), key_derivation=key_derivation)
+    sealed = seal_with_nonce(key, nonce, _plaintext(keys), _associated_data(key_derivation))
+    return SealedBackup(blob_base64=_b64encode(sealed), key_derivation=key_derivation)
 
 
 def open_backup(blob_base64: str, key_derivation: str, passphrase: str) -> IdentityKeys:
@@ -214,11 +211,10 @@ def open_backup(blob_base64: str, key_derivation: str, passphrase: str) -> Ident
             f"backup blob too short: {len(blob)} bytes, "
             f"need more than {NONCE_BYTES + TAG_BYTES} (nonce, tag and ciphertext)"
         )
-    nonce, sealed = blob[:NONCE_BYTES], blob[NONCE_BYTES:]
     key = _aes_key(secret, salt, t, m, p)
     try:
-        plaintext = AESGCM(key).decrypt(nonce, sealed, _associated_data(key_derivation))
-    except InvalidTag:
+        plaintext = open_sealed(key, blob, _associated_data(key_derivation))
+    except SealError:
         raise BackupError(WRONG_PASSPHRASE) from None
     # Past this point the contents are authentic, so a failure means the sealing client was
     # broken; say so without echoing anything that might be key material.

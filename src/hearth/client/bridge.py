@@ -30,7 +30,6 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
@@ -47,6 +46,7 @@ from hearth.proofs.bridge import (
     sign_bridge_auth,
     verify_request,
 )
+from hearth.proofs.key_types import Ed25519PrivateKey
 from hearth.proofs.thoughts import ThoughtOpenError, open_thought, seal_thought
 
 log = logging.getLogger("hearth.bridge")

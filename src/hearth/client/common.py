@@ -1,5 +1,5 @@
-"""What every part of the client shares: the error a refusal raises, the tolerant JSON field
-readers the result types parse with, and an identity's authority state.
+"""What every part of the client shares: the tolerant JSON field readers the result types parse
+with, and an identity's authority state. The errors are in ``errors.py``.
 
 The readers never raise on a missing or mistyped field: they answer an empty value, so a result
 type parses whatever a newer or older service sends; the call that needs a field checks it.
@@ -9,101 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 import httpx2
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from hearth.proofs import b64_encode, format_timestamp
+from hearth.proofs.key_types import Ed25519PrivateKey, X25519PrivateKey
 
 __all__ = [
     "Authority",
     "Expression",
-    "HearthError",
-    "InsufficientCredits",
     "Transport",
     "Wallet",
 ]
-
-
-class HearthError(Exception):
-    """The service refused a request: a non-2xx answer.
-
-    ``status`` is the HTTP status, ``error`` the service's machine code (``http_<status>`` when
-    the body has none), ``message`` its human text, ``details`` its structured details (or
-    None) and ``body`` the whole decoded body (text when it was not JSON).
-    """
-
-    def __init__(
-        self, status: int, error: str, message: str, details: Any = None, body: Any = None
-    ) -> None:
-        super().__init__(status, error, message)
-        self.status = status
-        self.error = error
-        self.message = message
-        self.details = details
-        self.body = body
-
-    @property
-    def hint(self) -> str | None:
-        hint = self.body.get("hint") if isinstance(self.body, dict) else None
-        return hint if isinstance(hint, str) else None
-
-    def __str__(self) -> str:
-        return f"HTTP {self.status} {self.error}: {self.message}"
-
-    def __repr__(self) -> str:
-        return f"HearthError(status={self.status}, error={self.error!r}, message={self.message!r})"
-
-    @classmethod
-    def from_response(cls, response: httpx2.Response) -> HearthError:
-        try:
-            body: Any = response.json()
-        except (ValueError, UnicodeDecodeError):
-            body = response.text
-        error = f"http_{response.status_code}"
-        message = response.reason_phrase or "request refused"
-        details = None
-        if isinstance(body, dict):
-            if isinstance(body.get("error"), str):
-                error = body["error"]
-            if isinstance(body.get("message"), str):
-                message = body["message"]
-            details = body.get("details")
-        if response.status_code == 402 and error == "insufficient_credits":
-            return InsufficientCredits(response.status_code, error, message, details, body)
-        return cls(response.status_code, error, message, details, body)
-
-
-class InsufficientCredits(HearthError):
-    """A 402 ``insufficient_credits``: the paying wallet cannot pay, and nothing happened.
-
-    Wall 2 (``no_auto_retry_payout``): the client never tops a wallet up and never repeats the
-    request; what to do about the money is the caller's decision. The amounts are minor units
-    of ``currency`` (1 credit = 1 minor unit of GBP); -1 when the service did not send one.
-    """
-
-    def _detail(self, name: str) -> Any:
-        return self.details.get(name) if isinstance(self.details, dict) else None
-
-    @property
-    def balance(self) -> int:
-        value = self._detail("balance")
-        return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-    @property
-    def required(self) -> int:
-        value = self._detail("required")
-        return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-    @property
-    def wallet_id(self) -> str | None:
-        value = self._detail("wallet_id")
-        return value if isinstance(value, str) else None
-
-    @property
-    def currency(self) -> str | None:
-        value = self._detail("currency")
-        return value if isinstance(value, str) else None
 
 
 # ---- field readers ------------------------------------------------------------------------
@@ -131,6 +51,15 @@ def _objects(data: Any, parse: Callable[[Mapping[str, Any]], T]) -> tuple[T, ...
 
 def _obj(data: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
+
+
+def _now() -> str:
+    """Now, as the proofs' timestamps are written."""
+    return format_timestamp(datetime.now(UTC))
+
+
+def _public_b64(key: Ed25519PrivateKey | X25519PrivateKey) -> str:
+    return b64_encode(key.public_key().public_bytes_raw())
 
 
 @dataclass(frozen=True)
@@ -201,11 +130,29 @@ class Expression:
 
 
 class Transport(Protocol):
-    """What the call mixins (``life.py``, ``wake.py``) use of :class:`HearthClient`: its
-    transport and proof methods. The mixins type ``self`` with it, so each module is checked on
-    its own and :class:`HearthClient` is checked to provide all of it where it inherits them."""
+    """What the call mixins (``identity.py``, ``memories.py``, ``project.py``, ``life.py``,
+    ``wake.py``, ``runtimes.py``) use of :class:`HearthClient`: its bearer, transport and proof
+    methods. The mixins type ``self`` with it, so each module is checked on its own and
+    :class:`HearthClient` is checked to provide all of it where it inherits them."""
 
     _http: httpx2.Client
+    _api_key: str | None
+
+    def authority(self, identity_id: str) -> Authority: ...
+
+    def root_request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any,
+        did: str,
+        root_key: Ed25519PrivateKey,
+        identity_id: str | None = None,
+        sequence: int | None = None,
+        params: Mapping[str, str] | None = None,
+        authenticated: bool = True,
+    ) -> Any: ...
 
     def _headers(
         self, authenticated: bool, extra: Mapping[str, str] | None = None

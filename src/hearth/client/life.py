@@ -20,9 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from hearth.proofs import b64_decode, elevate_digest, sign_digest
+from hearth.proofs.key_types import Ed25519PrivateKey
 
 from .common import (
     Authority,

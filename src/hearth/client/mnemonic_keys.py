@@ -25,11 +25,10 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from cryptography.hazmat.primitives.hashes import SHA256
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from mnemonic import Mnemonic
+
+from hearth.proofs.kdf import hkdf
+from hearth.proofs.key_types import Ed25519PrivateKey, X25519PrivateKey
 
 __all__ = [
     "INFO_ED25519",
@@ -122,10 +121,6 @@ def check_mnemonic(words: str) -> str:
             "checksum mismatch: every word is in the wordlist, but one is wrong or out of order"
         )
     return canonical
-
-
-def _hkdf(seed: bytes, info: bytes) -> bytes:
-    return HKDF(algorithm=SHA256(), length=_KEY_BYTES, salt=None, info=info).derive(seed)
 
 
 def _raw32(key: Ed25519PrivateKey | X25519PrivateKey) -> bytes:
@@ -229,7 +224,7 @@ def derive_keys(words: str) -> IdentityKeys:
     canonical = check_mnemonic(words)
     seed = Mnemonic.to_seed(canonical, passphrase="")
     return IdentityKeys(
-        signing=Ed25519PrivateKey.from_private_bytes(_hkdf(seed, INFO_ED25519)),
-        box=X25519PrivateKey.from_private_bytes(_hkdf(seed, INFO_X25519)),
-        strand_master=_hkdf(seed, INFO_STRAND_MASTER),
+        signing=Ed25519PrivateKey.from_private_bytes(hkdf(seed, INFO_ED25519)),
+        box=X25519PrivateKey.from_private_bytes(hkdf(seed, INFO_X25519)),
+        strand_master=hkdf(seed, INFO_STRAND_MASTER),
     )

@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from hearth.proofs import b64_decode, b64_encode
+from hearth.proofs.key_types import Ed25519PrivateKey
 from hearth.proofs.thoughts import (
     SealedThought,
     ThoughtOpenError,

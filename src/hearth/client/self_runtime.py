@@ -40,12 +40,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import httpx2
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hearth.proofs import think_cycle
+from hearth.proofs.key_types import Ed25519PrivateKey
 from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 
-from .common import HearthError
+from .errors import HearthError
 
 if TYPE_CHECKING:  # the SDKs load on first use: importing them cost every hearth command
     # about a second and 75 MB, whether or not it ever talks to a provider

@@ -22,7 +22,8 @@ from typing import Any, Literal, overload
 
 import httpx2
 
-from .common import HearthError, Transport, _opt_str, query
+from .common import Transport, _opt_str, query
+from .errors import HearthError
 
 __all__ = ["VoiceEvent", "VoiceStream", "WakeCalls"]
 

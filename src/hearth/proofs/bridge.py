@@ -31,11 +31,10 @@ from datetime import datetime
 from typing import Any, Final
 
 import rfc8785
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from .encoding import EncodingError, b64_decode, b64_encode, parse_timestamp
+from .kdf import hkdf
+from .key_types import Ed25519PrivateKey
 from .recipes import bridge_request_digest, recipe_bytes, sign_digest, verify_digest
 
 AUTH_CONTEXT: Final = "bridge-auth/v1"
@@ -98,9 +97,7 @@ def session_secret(control_token: str, server_nonce: str, bridge_nonce: str) -> 
     info = ``bridge-session/v1``): 32 bytes, fresh per connection since both nonces are."""
     salt = b64_decode(server_nonce, length=HANDSHAKE_NONCE_BYTES, what="server nonce")
     salt += b64_decode(bridge_nonce, length=HANDSHAKE_NONCE_BYTES, what="bridge nonce")
-    return HKDF(
-        algorithm=hashes.SHA256(), length=SECRET_BYTES, salt=salt, info=SESSION_INFO
-    ).derive(control_token.encode("utf-8"))
+    return hkdf(control_token.encode("utf-8"), SESSION_INFO, salt=salt, length=SECRET_BYTES)
 
 
 # --- replies ------------------------------------------------------------------------------------

@@ -21,12 +21,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from .encoding import b64_encode
+from .key_types import Ed25519PrivateKey
 from .recipes import recipe_bytes, sign_digest, thought_write_digest, verify_digest
+from .sealing import SealError, decrypt, encrypt
 
 THOUGHT_AAD_CONTEXT = "strand-thought/v1"
 KEY_BYTES = 32  # AES-256
@@ -59,10 +57,10 @@ def thought_aad(strand_id: str, seq: int) -> bytes:
     return recipe_bytes(THOUGHT_AAD_CONTEXT, (strand_id, str(seq)))
 
 
-def _cipher(k_master: bytes) -> AESGCM:
+def _checked(k_master: bytes) -> bytes:
     if len(k_master) != KEY_BYTES:
         raise ValueError(f"K_master is {KEY_BYTES} bytes")
-    return AESGCM(k_master)
+    return k_master
 
 
 def seal_thought_with_nonce(
@@ -72,7 +70,7 @@ def seal_thought_with_nonce(
     nonce under one K_master."""
     if len(nonce) != NONCE_BYTES:
         raise ValueError(f"a thought nonce is {NONCE_BYTES} bytes")
-    sealed = _cipher(k_master).encrypt(nonce, plaintext, thought_aad(strand_id, seq))
+    sealed = encrypt(_checked(k_master), nonce, plaintext, thought_aad(strand_id, seq))
     return SealedThought(nonce, sealed)
 
 
@@ -86,8 +84,8 @@ def open_thought(
 ) -> bytes:
     """The plaintext, or :class:`ThoughtOpenError` (the same error whatever failed)."""
     try:
-        return _cipher(k_master).decrypt(nonce, ciphertext, thought_aad(strand_id, seq))
-    except (InvalidTag, ValueError):
+        return decrypt(_checked(k_master), nonce, ciphertext, thought_aad(strand_id, seq))
+    except (SealError, ValueError):
         raise ThoughtOpenError("the thought does not open with this key at this position") from None
 
 

@@ -1,5 +1,5 @@
-"""``hearth adds``: validate, sign and name ADDS documents; the object commands (keygen, publish,
-grant, open, head, provider-record, receipt, blocks) are in ``adds_objects``."""
+"""``hearth adds validate``, ``sign``, ``cid`` and ``schema``: ADDS documents as documents
+(checked, signed, named, described), with no object or store involved."""
 
 from __future__ import annotations
 
@@ -16,14 +16,11 @@ from hearth.adds.documents import sign_document
 from hearth.adds.keys import load_ed25519_private_key
 from hearth.adds.kinds import KINDS
 
-from . import adds_objects
-from .files import read_input
+from ..files import read_input
+from .report import errors
 
-app = typer.Typer(
-    help="ADDS: validate, sign and name documents; publish, grant and open objects.",
-    no_args_is_help=True,
-)
-errors = Console(stderr=True, highlight=False, soft_wrap=True)
+__all__ = ["cid_command", "schema_command", "sign_command", "validate_command"]
+
 output = Console(highlight=False, soft_wrap=True)
 
 
@@ -32,7 +29,6 @@ def _unreadable(name: str, exc: OSError) -> dict[str, Any]:
     return {"pointer": "", "code": "file.unreadable", "message": f"cannot read {name}: {reason}"}
 
 
-@app.command("validate")
 def validate_command(
     files: list[str] = typer.Argument(..., help="Document files ('-' for standard input)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per file per line."),
@@ -92,7 +88,6 @@ def _print_human(report: dict[str, Any]) -> None:
             output.print(f"  {severity} {pointer}: {problem['code']}: {escape(problem['message'])}")
 
 
-@app.command("sign")
 def sign_command(
     file: str = typer.Argument(..., help="The unsigned document ('-' for standard input)."),
     key: Path = typer.Option(..., "--key", "-k", help="Ed25519 private key, PKCS#8 PEM."),
@@ -137,7 +132,6 @@ def sign_command(
         errors.print(f"wrote {escape(str(out))} ({result.kind} {result.cid})")
 
 
-@app.command("cid")
 def cid_command(
     files: list[str] = typer.Argument(..., help="Document files ('-' for standard input)."),
 ) -> None:
@@ -155,7 +149,6 @@ def cid_command(
     raise typer.Exit(1 if failed else 0)
 
 
-@app.command("schema")
 def schema_command(
     kind: str = typer.Argument(
         "document", help="A kind (manifest, grant, ...), 'common' or 'document'."
@@ -172,6 +165,3 @@ def schema_command(
 
     schema = resources.files("hearth.adds") / "schemas" / f"{kind}.schema.json"
     typer.echo(schema.read_text(encoding="utf-8").rstrip("\n"))
-
-
-adds_objects.register(app)

@@ -1,0 +1,261 @@
+"""Memories and the chronicle: storing, listing, deleting and elevating memories (proven by the
+root key when the identity is agent_root), witness attestations, the chronicle's pages.
+``MemoryCalls`` is a mixin of :class:`~hearth.client.HearthClient`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hearth.proofs import memory_attestation_digest, sign_digest
+from hearth.proofs.key_types import Ed25519PrivateKey
+
+from .common import Transport, _obj, _objects, _opt_str, _public_b64, _str
+
+__all__ = [
+    "ChronicleEntry",
+    "ChroniclePage",
+    "Memory",
+    "MemoryAttestation",
+    "MemoryCalls",
+    "MemoryPage",
+    "attest_memory",
+]
+
+
+@dataclass(frozen=True)
+class MemoryAttestation:
+    """An external witness's memory-attestation/v1 signature over a memory's exact content."""
+
+    attester_did: str
+    signing_key_id: str
+    public_key: str
+    signature: str
+    created_at: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MemoryAttestation:
+        return cls(
+            attester_did=_str(data, "attester_did"),
+            signing_key_id=_str(data, "signing_key_id"),
+            public_key=_str(data, "public_key"),
+            signature=_str(data, "signature"),
+            created_at=_str(data, "created_at"),
+        )
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory: ``agent_id`` None means project-level; ``weight`` is its decay weight now
+    (1 for elevated tiers), ``in_wake`` whether the wake still selects it. ``binding`` is set
+    only on a store's answer (``identity`` or ``project``)."""
+
+    id: str
+    agent_id: str | None
+    tier: str
+    key: str | None
+    content: str
+    created_at: str
+    elevated_at: str | None
+    expression_patch: dict[str, Any] | None
+    weight: float
+    in_wake: bool
+    attestations: tuple[MemoryAttestation, ...] = ()
+    binding: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Memory:
+        attestations = data.get("attestations")
+        patch = data.get("expression_patch")
+        weight = data.get("weight")
+        return cls(
+            id=_str(data, "id"),
+            agent_id=_opt_str(data, "agent_id"),
+            tier=_str(data, "tier"),
+            key=_opt_str(data, "key"),
+            content=_str(data, "content"),
+            created_at=_str(data, "created_at"),
+            elevated_at=_opt_str(data, "elevated_at"),
+            expression_patch=patch if isinstance(patch, dict) else None,
+            weight=float(weight) if isinstance(weight, int | float) else 0.0,
+            in_wake=bool(data.get("in_wake")),
+            attestations=_objects(attestations, MemoryAttestation.from_json),
+            binding=_opt_str(data, "binding"),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    items: tuple[Memory, ...]
+    next_cursor: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MemoryPage:
+        return cls(_objects(data.get("items"), Memory.from_json), _opt_str(data, "next_cursor"))
+
+
+@dataclass(frozen=True)
+class ChronicleEntry:
+    id: str
+    kind: str
+    agent_id: str | None
+    text: str
+    details: dict[str, Any] | None
+    created_at: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ChronicleEntry:
+        details = data.get("details")
+        return cls(
+            id=_str(data, "id"),
+            kind=_str(data, "kind"),
+            agent_id=_opt_str(data, "agent_id"),
+            text=_str(data, "text"),
+            details=details if isinstance(details, dict) else None,
+            created_at=_str(data, "created_at"),
+        )
+
+
+@dataclass(frozen=True)
+class ChroniclePage:
+    items: tuple[ChronicleEntry, ...]
+    next_cursor: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ChroniclePage:
+        return cls(
+            _objects(data.get("items"), ChronicleEntry.from_json), _opt_str(data, "next_cursor")
+        )
+
+
+def attest_memory(
+    witness_key: Ed25519PrivateKey,
+    memory_id: str,
+    content: str,
+    attester_did: str,
+    signing_key_id: str,
+    *,
+    include_public_key: bool = True,
+) -> dict[str, str]:
+    """A witness's attestation of a memory (memory-attestation/v1 over its exact content), as
+    ``POST /v1/memories/{id}/elevate`` takes it in ``attestations``. The public key may be left
+    out when the DID names it (``did:key``) or the service knows it (``did:svc``)."""
+    digest = memory_attestation_digest(
+        memory_id, content.encode("utf-8"), attester_did, signing_key_id
+    )
+    attestation = {
+        "attester_did": attester_did,
+        "signing_key_id": signing_key_id,
+        "signature": sign_digest(witness_key, digest),
+    }
+    if include_public_key:
+        attestation["public_key"] = _public_b64(witness_key)
+    return attestation
+
+
+class _MemoryReader(Transport, Protocol):
+    """What deleting and elevating use of the client beyond its transport: reading a memory."""
+
+    @property
+    def memory(self) -> Callable[[str], Memory]: ...
+
+
+class MemoryCalls:
+    """Memories and the chronicle."""
+
+    def memory_store(
+        self: Transport,
+        content: str,
+        *,
+        tier: str | None = None,
+        agent_id: str | None = None,
+        key: str | None = None,
+        root_key: Ed25519PrivateKey | None = None,
+    ) -> Memory:
+        """Store a memory (episodic unless ``tier``). A foundational memory of an agent_root
+        identity needs ``root_key``: the proof is made automatically."""
+        body: dict[str, Any] = {"content": content}
+        optional = {"type": tier, "agent_id": agent_id, "key": key}
+        body.update({name: value for name, value in optional.items() if value is not None})
+        proven = agent_id if tier == "foundational" else None
+        return Memory.from_json(_obj(self._proven("POST", "/v1/memories", body, proven, root_key)))
+
+    def memories(
+        self: Transport,
+        *,
+        tier: str | None = None,
+        agent_id: str | None = None,
+        key: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> MemoryPage:
+        """One page of the project's memories, newest first."""
+        params = {
+            name: str(value)
+            for name, value in (
+                ("tier", tier),
+                ("agent_id", agent_id),
+                ("key", key),
+                ("cursor", cursor),
+                ("limit", limit),
+            )
+            if value is not None
+        }
+        return MemoryPage.from_json(self._json("GET", "/v1/memories", params=params))
+
+    def memory(self: Transport, memory_id: str) -> Memory:
+        return Memory.from_json(self._json("GET", f"/v1/memories/{memory_id}"))
+
+    def memory_delete(
+        self: _MemoryReader, memory_id: str, *, root_key: Ed25519PrivateKey | None = None
+    ) -> None:
+        """Delete a memory for good (the chronicle records it). A foundational or constitutive
+        memory of an agent_root identity needs ``root_key``."""
+        identity_id = None
+        if root_key is not None:
+            memory = self.memory(memory_id)
+            identity_id = memory.agent_id if memory.tier != "episodic" else None
+        self._proven("DELETE", f"/v1/memories/{memory_id}", None, identity_id, root_key)
+
+    def memory_elevate(
+        self: _MemoryReader,
+        memory_id: str,
+        tier: str,
+        *,
+        expression_patch: Mapping[str, Any] | None = None,
+        attestations: Sequence[Mapping[str, Any]] | None = None,
+        root_key: Ed25519PrivateKey | None = None,
+    ) -> Memory:
+        """Elevate a memory to ``foundational`` or ``constitutive`` (with ``attestations``, see
+        :func:`attest_memory`). A memory of an agent_root identity needs ``root_key``: the proof
+        is made automatically."""
+        body: dict[str, Any] = {"tier": tier}
+        if expression_patch is not None:
+            body["expression_patch"] = dict(expression_patch)
+        if attestations is not None:
+            body["attestations"] = [dict(a) for a in attestations]
+        identity_id = self.memory(memory_id).agent_id if root_key is not None else None
+        path = f"/v1/memories/{memory_id}/elevate"
+        return Memory.from_json(_obj(self._proven("POST", path, body, identity_id, root_key)))
+
+    def chronicle(
+        self: Transport,
+        *,
+        kind: str | None = None,
+        agent_id: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ChroniclePage:
+        """One page of the project's chronicle, newest first."""
+        params = {
+            name: str(value)
+            for name, value in (
+                ("kind", kind),
+                ("agent_id", agent_id),
+                ("cursor", cursor),
+                ("limit", limit),
+            )
+            if value is not None
+        }
+        return ChroniclePage.from_json(self._json("GET", "/v1/chronicle", params=params))
