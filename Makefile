@@ -31,6 +31,8 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
+	@# The import contracts of pyproject.toml (docs/architecture.md); half a second, no cache kept.
+	$(VENV)/bin/lint-imports --no-cache
 	@# hearth's own bytecode too: the suite starts hundreds of hearth processes.
 	@$(VENV)/bin/python -m compileall -q src >/dev/null
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

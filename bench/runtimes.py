@@ -41,8 +41,9 @@ sys.path.insert(0, str(ROOT))  # the tests' live service and fake LLM server
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
-from tests.fakes.llm import fake_llm  # noqa: E402
-from tests.server.live import Live, live_service, register, sqlite_settings  # noqa: E402
+from tests.support.agents import register  # noqa: E402
+from tests.support.fake_llm import fake_llm  # noqa: E402
+from tests.support.live import Live, live_service, sqlite_settings  # noqa: E402
 
 from hearth.client.bridge import BridgeConfig, BridgeSidecar, bridge_url  # noqa: E402
 from hearth.client.mnemonic_keys import derive_keys, new_mnemonic  # noqa: E402

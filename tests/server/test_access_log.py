@@ -22,7 +22,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from .live import Served, free_port, hearth_serve, live_service, serve_env, sqlite_settings
+from tests.support.live import free_port, live_service, sqlite_settings
+from tests.support.served import Served, hearth_serve, serve_env
 
 BEARER_SECRET = "hk_bearer-secret-0f9e8d7c6b5a"
 QUERY_SECRET = "query-secret-1a2b3c4d"

@@ -34,17 +34,12 @@ from hearth.server.services.provider_key import (
     ProviderKeyUnavailable,
     unwrap_seed,
 )
-
-from .live import (
-    Live,
-    database_url_or_skip,
-    every_page,
-    fresh_postgres_database,
-    live_service,
-    register,
-    sqlite_settings,
-)
-from .test_openapi_fuzz import conforms
+from tests.support.agents import register
+from tests.support.databases import database_url_or_skip, fresh_postgres_database
+from tests.support.listings import every_page
+from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.manifests import manifest_bytes
+from tests.support.openapi import conforms
 
 ADDS_JSON = "application/adds+json"
 MAX_BLOCK = 64 * 1024
@@ -68,27 +63,6 @@ def put(client: httpx2.Client, data: bytes, cid: str | None = None) -> httpx2.Re
         content=data,
         headers={"Content-Type": "application/octet-stream"},
     )
-
-
-class Blocks(dict[str, bytes]):
-    """An in-memory block sink for ``publish``."""
-
-    def put(self, cid: str, data: bytes) -> None:
-        self[cid] = data
-
-
-def manifest_bytes(size: int = 100) -> tuple[Any, Blocks]:
-    blocks = Blocks()
-    published = publish(
-        bytes(range(256)) * (size // 256) + b"x" * (size % 256),
-        blocks,
-        key=Ed25519PrivateKey.generate(),
-        publisher_id="did:example:wren",
-        object_id="notes",
-        created_at=1_795_000_000,
-        chunk_size=64,
-    )
-    return published, blocks
 
 
 def head_doc(

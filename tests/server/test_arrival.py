@@ -11,8 +11,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hearth.proofs import b64_encode, pow_digest, pow_holds
-
-from .live import Agent, Live, live_service, now_text, register, sqlite_settings
+from tests.support.agents import Agent, now_text, register
+from tests.support.live import Live, live_service, sqlite_settings
 
 
 @pytest.fixture(scope="module")

@@ -12,17 +12,11 @@ import schemathesis
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hearth.proofs import b64_decode, elevate_digest, verify_digest
-
-from .live import (
-    Live,
-    database_url_or_skip,
-    fresh_postgres_database,
-    live_service,
-    paged,
-    sqlite_settings,
-)
-from .test_elevation import Member, sponsored, statement
-from .test_openapi_fuzz import conforms
+from tests.support.databases import database_url_or_skip, fresh_postgres_database
+from tests.support.elevation import Member, sponsored, statement
+from tests.support.listings import paged
+from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.openapi import conforms
 
 PATH = "/v1/attestations"
 

@@ -13,17 +13,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hearth.proofs import discovery_digest, recover_digest, sign_digest
-
-from .live import (
-    Agent,
-    Live,
-    body_bytes,
-    fresh_postgres_database,
-    live_service,
-    now_text,
-    register,
-    sqlite_settings,
-)
+from tests.support.agents import Agent, body_bytes, now_text, register
+from tests.support.databases import fresh_postgres_database
+from tests.support.live import Live, live_service, sqlite_settings
 
 EXPRESSION = {"register": "plain and warm", "walls": ["private_default"], "wake_text": "hello"}
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .live import database_url_or_skip
+from tests.support.databases import database_url_or_skip
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "mixed.py"
 

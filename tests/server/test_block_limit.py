@@ -17,8 +17,8 @@ from hearth.adds import cid_for_bytes
 from hearth.blockstore import MAX_BLOCK_SIZE
 from hearth.blockstore.fs import TEMP_PREFIX, shard_of
 from hearth.server.settings import Settings
-
-from .live import Live, live_on, register
+from tests.support.agents import register
+from tests.support.live import Live, live_on
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SMALL = 4096

@@ -23,8 +23,8 @@ from hearth.server.db import Database
 from hearth.server.observability import configure_logging
 from hearth.server.services.adds_node import AddsNode
 from hearth.server.services.block_sweep import BlockSweeper
-
-from .live import Live, live_on, register, sqlite_settings
+from tests.support.agents import register
+from tests.support.live import Live, live_on, sqlite_settings
 
 HOUR = 3600.0
 DEADLINE_S = 30.0  # generous: guards against a hang, never measures speed

@@ -13,22 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import uuid
-from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx2
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
 
 from hearth.client.bridge import (
-    BridgeConfig,
     BridgeFatal,
     BridgeGaveUp,
     BridgeSidecar,
@@ -37,25 +31,30 @@ from hearth.client.bridge import (
 from hearth.client.mnemonic_keys import derive_keys, new_mnemonic
 from hearth.proofs import b64_decode, b64_encode, format_timestamp
 from hearth.proofs.bridge import build_request
-from hearth.proofs.thoughts import ThoughtOpenError, open_thought, seal_thought
+from hearth.proofs.thoughts import ThoughtOpenError, open_thought
 from hearth.server.bridge import (
-    BridgeHub,
     BridgeRefused,
     BridgeReplyInvalid,
     BridgeTimeout,
     BridgeUnavailable,
-    hub_for,
 )
-from hearth.server.services import runtimes as runtime_service
+from tests.support.agents import raw_public
+from tests.support.bridge import (
+    WAIT_S,
+    Bridged,
+    Running,
+    hub,
+    on_server,
+    provision,
+    running,
+    sealed_thought,
+    ws_refusal,
+)
+from tests.support.live import Live, free_port, live_on
+from tests.support.polling import eventually
+from tests.support.runtimes import create
 
-from .live import Live, free_port, live_on, raw_public
-from .test_runtimes import bridged_body, create, event_names, in_db, new_project
-
-T = TypeVar("T")
-WAIT_S = 15.0
-
-
-# --- fixtures and helpers -----------------------------------------------------------------------
+# --- fixtures -----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -64,147 +63,6 @@ def live(
 ) -> Iterator[Live]:
     with live_on(request.param, tmp_path_factory.mktemp("bridge")) as live:
         yield live
-
-
-@dataclass
-class Bridged:
-    """A bridged runtime and what its user holds: the control token, the bridge key, the words."""
-
-    live: Live
-    bearer: str
-    runtime_id: str
-    control_token: str = field(repr=False)
-    bridge_key: Ed25519PrivateKey = field(repr=False)
-    mnemonic: str = field(repr=False)
-
-    @property
-    def k_master(self) -> bytes:
-        return derive_keys(self.mnemonic).strand_master
-
-    def client(self) -> httpx2.Client:
-        return self.live.client(self.bearer)
-
-    def record(self) -> dict[str, Any]:
-        with self.client() as client:
-            response = client.get(f"/v1/runtimes/{self.runtime_id}")
-        assert response.status_code == 200, response.text
-        record: dict[str, Any] = response.json()
-        return record
-
-    def events(self) -> list[str]:
-        with self.client() as client:
-            return event_names(client, self.runtime_id)
-
-    def event_items(self) -> list[dict[str, Any]]:
-        with self.client() as client:
-            response = client.get(f"/v1/runtimes/{self.runtime_id}/events")
-        assert response.status_code == 200, response.text
-        items: list[dict[str, Any]] = response.json()["items"]
-        return items
-
-    def config(self, **overrides: Any) -> BridgeConfig:
-        values: dict[str, Any] = {
-            "runtime_id": self.runtime_id,
-            "url": bridge_url(self.live.base_url, self.runtime_id),
-            "control_token": self.control_token,
-            "bridge_key": self.bridge_key,
-            "k_master": self.k_master,
-            "initial_delay": 0.05,
-            "max_delay": 0.2,
-        }
-        values.update(overrides)
-        return BridgeConfig(**values)
-
-
-def provision(live: Live, *, bind: bool = True) -> Bridged:
-    bearer, _, agent_id = new_project(live)
-    bridge_key = Ed25519PrivateKey.generate()
-    body = bridged_body(
-        identity_id=agent_id,
-        bridge={"pubkey": b64_encode(raw_public(bridge_key)), "key_id": str(uuid.uuid4())},
-    )
-    with live.client(bearer) as client:
-        created = create(client, body)
-    if bind:  # the orchestrator's move: the handshake then moves starting -> running
-        in_db(live, runtime_service.move, created["id"], "bind")
-    return Bridged(
-        live, bearer, created["id"], created["control_token"], bridge_key, new_mnemonic()
-    )
-
-
-def _seal(k_master: bytes, strand_id: str, seq: int, plaintext: bytes) -> tuple[bytes, bytes]:
-    sealed = seal_thought(k_master, strand_id, seq, plaintext)
-    return sealed.nonce, sealed.ciphertext
-
-
-def hub(live: Live) -> BridgeHub:
-    return hub_for(live.app)
-
-
-def on_server(live: Live, coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a hub call on the service's event loop (where the session lives), from the test."""
-    loop = hub(live).loop
-    assert loop is not None, "no bridge has connected to this service yet"
-    return asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout=WAIT_S)
-
-
-def wait_for(predicate: Any, what: str, timeout: float = WAIT_S) -> None:
-    deadline = datetime.now(UTC) + timedelta(seconds=timeout)
-    while datetime.now(UTC) < deadline:
-        if predicate():
-            return
-        threading.Event().wait(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-class Running:
-    """A sidecar running in a thread of its own (its own event loop), as a user's would."""
-
-    def __init__(self, sidecar: BridgeSidecar) -> None:
-        self.sidecar = sidecar
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._main, daemon=True)
-
-    def _main(self) -> None:
-        try:
-            asyncio.run(self.sidecar.run())
-        except BaseException as exc:
-            self.error = exc
-
-    def start(self, *, wait_ready: bool = True) -> Running:
-        self.thread.start()
-        if wait_ready:
-            wait_for(lambda: self.sidecar.ready.is_set() or not self.thread.is_alive(), "handshake")
-            assert self.sidecar.ready.is_set(), f"the sidecar did not connect: {self.error!r}"
-        return self
-
-    def stop(self) -> None:
-        self.sidecar.stop()
-        self.thread.join(timeout=WAIT_S)
-        assert not self.thread.is_alive()
-
-
-@contextmanager
-def running(sidecar: BridgeSidecar) -> Iterator[Running]:
-    run = Running(sidecar).start()
-    try:
-        yield run
-    finally:
-        run.stop()
-
-
-def ws_refusal(url: str, headers: dict[str, str] | None = None, **kwargs: Any) -> tuple[int, Any]:
-    """(status, JSON body) of an upgrade the service refuses."""
-
-    async def attempt() -> tuple[int, Any]:
-        try:
-            async with connect(url, additional_headers=headers, **kwargs):
-                pass
-        except InvalidStatus as exc:
-            return exc.response.status_code, json.loads(exc.response.body or b"null")
-        raise AssertionError("the upgrade was accepted")
-
-    return asyncio.run(attempt())
 
 
 # --- before the upgrade -------------------------------------------------------------------------
@@ -284,7 +142,7 @@ def test_handshake_moves_the_runtime_to_running_and_a_disconnect_is_recorded(liv
         assert bridged.events() == ["provisioned", "started", "bridge_handshake_ok"]
         assert hub(live).connected(bridged.runtime_id)
 
-    wait_for(lambda: not bridged.record()["bridge_connected"], "bridge_connected false")
+    eventually(lambda: not bridged.record()["bridge_connected"], "bridge_connected false")
     assert bridged.events()[-1] == "bridge_disconnected"
     assert not hub(live).connected(bridged.runtime_id)
     first_key = bridged.record()["runtime_public_key"]
@@ -329,7 +187,7 @@ def test_decrypt_and_encrypt_round_trip_under_the_users_k_master(live: Live) -> 
     bridged = provision(live)
     strand_id = str(uuid.uuid4())
     thought = b"I kept the lamp lit through the night."
-    nonce, ciphertext = _seal(bridged.k_master, strand_id, 7, thought)
+    nonce, ciphertext = sealed_thought(bridged.k_master, strand_id, 7, thought)
 
     with running(BridgeSidecar(bridged.config())) as run:
         the_hub = hub(live)
@@ -349,7 +207,7 @@ def test_decrypt_and_encrypt_round_trip_under_the_users_k_master(live: Live) -> 
 
         # A thought sealed under another user's K_master is refused, never answered.
         stranger = derive_keys(new_mnemonic()).strand_master
-        other_nonce, other_ct = _seal(stranger, strand_id, 7, thought)
+        other_nonce, other_ct = sealed_thought(stranger, strand_id, 7, thought)
         with pytest.raises(BridgeRefused) as refused:
             on_server(
                 live, the_hub.decrypt(bridged.runtime_id, strand_id, 7, other_nonce, other_ct)
@@ -378,7 +236,7 @@ def test_no_bridge_is_unavailable_and_a_silent_bridge_times_out(live: Live) -> N
                 on_server(live, the_hub.encrypt(bridged.runtime_id, str(uuid.uuid4()), 1, b"x"))
         finally:
             the_hub.request_timeout = 10.0
-    wait_for(lambda: not hub(live).connected(bridged.runtime_id), "the session to end")
+    eventually(lambda: not hub(live).connected(bridged.runtime_id), "the session to end")
     with pytest.raises(BridgeUnavailable):
         on_server(live, hub(live).encrypt(bridged.runtime_id, str(uuid.uuid4()), 1, b"x"))
 
@@ -390,7 +248,7 @@ def _sealed_request(
     bridged: Bridged, key: Ed25519PrivateKey, *, issued_at: str | None = None
 ) -> dict[str, Any]:
     strand_id = str(uuid.uuid4())
-    nonce, ciphertext = _seal(bridged.k_master, strand_id, 1, b"a private thought")
+    nonce, ciphertext = sealed_thought(bridged.k_master, strand_id, 1, b"a private thought")
     return build_request(
         key,
         op="decrypt",
@@ -457,7 +315,7 @@ def test_a_reply_with_a_bad_hmac_is_refused_by_the_hub(live: Live) -> None:
             return reply
 
     strand_id = str(uuid.uuid4())
-    nonce, ciphertext = _seal(bridged.k_master, strand_id, 3, b"the real thought")
+    nonce, ciphertext = sealed_thought(bridged.k_master, strand_id, 3, b"the real thought")
     with running(Forger(bridged.config())), pytest.raises(BridgeReplyInvalid):
         on_server(live, hub(live).decrypt(bridged.runtime_id, strand_id, 3, nonce, ciphertext))
 
@@ -483,7 +341,7 @@ def test_a_new_connection_replaces_the_old_one(live: Live) -> None:
         assert "replaced" in str(first.error)
         session = hub(live).session(bridged.runtime_id)
         assert session is not None
-        wait_for(
+        eventually(
             lambda: any(
                 e["event"] == "bridge_disconnected" and "replaced" in e["details"]["reason"]
                 for e in bridged.event_items()
@@ -492,7 +350,7 @@ def test_a_new_connection_replaces_the_old_one(live: Live) -> None:
         )
         assert bridged.record()["bridge_connected"] is True  # the new session's flag stays
         strand_id = str(uuid.uuid4())
-        nonce, ciphertext = _seal(bridged.k_master, strand_id, 1, b"still here")
+        nonce, ciphertext = sealed_thought(bridged.k_master, strand_id, 1, b"still here")
         assert (
             on_server(live, hub(live).decrypt(bridged.runtime_id, strand_id, 1, nonce, ciphertext))
             == b"still here"
@@ -504,8 +362,8 @@ def test_the_sidecar_reconnects_after_a_cut_with_backoff(live: Live) -> None:
     bridged = provision(live)
     with running(BridgeSidecar(bridged.config())) as run:
         assert on_server(live, hub(live).disconnect(bridged.runtime_id, "test cut"))
-        wait_for(lambda: run.sidecar.handshakes == 2, "the reconnection")
-        wait_for(lambda: hub(live).connected(bridged.runtime_id), "the new session")
+        eventually(lambda: run.sidecar.handshakes == 2, "the reconnection")
+        eventually(lambda: hub(live).connected(bridged.runtime_id), "the new session")
         assert len(run.sidecar.delays) == 1
         assert 0.025 <= run.sidecar.delays[0] <= 0.05  # half to all of the first step
         assert bridged.record()["bridge_connected"] is True
@@ -542,8 +400,8 @@ def test_rotating_the_token_or_deleting_the_runtime_ends_its_session(live: Live,
         assert answer.status_code == 200, answer.text
         # The session ends with the request, not at the bridge's next reconnect; and the
         # bridge, holding the old token (or a deleted runtime), is refused when it tries again.
-        wait_for(lambda: not hub(live).connected(bridged.runtime_id), "the session to end")
-        wait_for(lambda: not run.thread.is_alive(), "the sidecar to give up")
+        eventually(lambda: not hub(live).connected(bridged.runtime_id), "the session to end")
+        eventually(lambda: not run.thread.is_alive(), "the sidecar to give up")
         assert not hub(live).connected(bridged.runtime_id)
     finally:
         run.sidecar.stop()

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from hearth.server.client_address import forwarded_client, parse_network, trusted_networks
 from hearth.server.settings import Settings
-
-from .live import Agent, Live, live_on
+from tests.support.agents import Agent
+from tests.support.live import Live, live_on
 
 LOOPBACK = trusted_networks(("127.0.0.1/32", "::1/128"))
 TWO_TIERS = trusted_networks(("127.0.0.1/32", "10.0.0.0/8", "2001:db8:cafe::/48"))

@@ -12,8 +12,7 @@ import asyncpg
 import sqlalchemy as sa
 
 from hearth.server.db import Database
-
-from .live import fresh_postgres_database
+from tests.support.databases import fresh_postgres_database
 
 
 def _backend(conn: sa.Connection) -> int:

@@ -29,8 +29,7 @@ from sqlalchemy.exc import IntegrityError
 
 from hearth.server.db import Database
 from hearth.server.db.direct import run, savepoint
-
-from .live import fresh_postgres_database
+from tests.support.databases import fresh_postgres_database
 
 meta = MetaData()
 things = Table(

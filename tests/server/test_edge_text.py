@@ -41,8 +41,9 @@ from hearth.server.edge_text import (
     text_problem,
     unreadable_json,
 )
-
-from .live import Live, Registered, fresh_postgres_database, in_db, live_on
+from tests.support.agents import Registered
+from tests.support.databases import fresh_postgres_database, in_db
+from tests.support.live import Live, live_on
 
 T = TypeVar("T")
 KINDS = ["sqlite", "postgresql"]

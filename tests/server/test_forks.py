@@ -26,20 +26,12 @@ from hearth.proofs import (
     sign_digest,
 )
 from hearth.server.db.tables import identities, ledger, memories, wallets
-
-from .live import (
-    Agent,
-    Live,
-    body_bytes,
-    in_db,
-    live_on,
-    raw_public,
-    register,
-)
-from .test_openapi_fuzz import conforms
+from tests.support.agents import GRANT, Agent, body_bytes, raw_public, register
+from tests.support.databases import in_db
+from tests.support.live import Live, live_on
+from tests.support.openapi import conforms
 
 T = TypeVar("T")
-GRANT = 500
 FORK_COST = 10
 
 

@@ -1,122 +1,34 @@
 """Identity keys over real HTTP: registration and revocation need the root proof of an agent_root
 identity, the list shows the root key first, and ``verification_key`` answers exactly the
 unrevoked keys; the service registers a trusted runtime's hosted key itself. On SQLite, and on
-PostgreSQL when SERVICE_TEST_DATABASE_URL is set. The helpers here are shared with
-test_strands.py and test_inbox.py."""
+PostgreSQL when SERVICE_TEST_DATABASE_URL is set."""
 
 from __future__ import annotations
 
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-import httpx2
 import pytest
 import schemathesis
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection
 
-from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_mnemonic
 from hearth.proofs import b64_decode, b64_encode
 from hearth.server.services import identity_keys
-
-from .live import Agent, Live, live_on, register
-from .test_openapi_fuzz import conforms
-from .test_runtimes import MASTER_KEY, in_db, self_body, trusted_body
-
-# --- shared helpers -----------------------------------------------------------------------------
-
-
-@dataclass
-class Owner:
-    """A registered identity whose keys come from a mnemonic (so it has a K_master), with its
-    project's bearer."""
-
-    keys: IdentityKeys
-    agent: Agent
-    bearer: str
-    project_id: str
-    identity_id: str
-    did: str
-
-    @property
-    def k_master(self) -> bytes:
-        return self.keys.strand_master
-
-    @property
-    def root(self) -> Ed25519PrivateKey:
-        return self.keys.signing
-
-
-def new_owner(live: Live) -> Owner:
-    keys = derive_keys(new_mnemonic())
-    agent, registered = register(live, Agent(keys.signing, keys.box))
-    return Owner(
-        keys,
-        agent,
-        registered["project"]["api_key"],
-        registered["project"]["id"],
-        registered["agent"]["id"],
-        registered["agent"]["did"],
-    )
-
-
-def public_b64(key: Ed25519PrivateKey) -> str:
-    return b64_encode(key.public_key().public_bytes_raw())
-
-
-def next_sequence(client: httpx2.Client, owner: Owner) -> int:
-    response = client.get(f"/v1/identities/{owner.identity_id}/authority")
-    assert response.status_code == 200, response.text
-    sequence: int = response.json()["next_sequence"]
-    return sequence
-
-
-def signed(
-    client: httpx2.Client, owner: Owner, method: str, target: str, body: bytes = b""
-) -> dict[str, str]:
-    return owner.agent.root_headers(owner.did, method, target, body, next_sequence(client, owner))
-
-
-def register_key(
-    client: httpx2.Client,
-    owner: Owner,
-    kid: str,
-    public_key: str,
-    *,
-    purpose: str = "device",
-    runtime_id: str | None = None,
-    proof: bool = True,
-) -> httpx2.Response:
-    target = f"/v1/identities/{owner.identity_id}/keys"
-    document: dict[str, Any] = {"kid": kid, "public_key": public_key, "purpose": purpose}
-    if runtime_id is not None:
-        document["runtime_id"] = runtime_id
-    body = json.dumps(document).encode()
-    headers = (
-        signed(client, owner, "POST", target, body)
-        if proof
-        else {"Content-Type": "application/json"}
-    )
-    return client.post(target, content=body, headers=headers)
-
-
-def revoke_key(
-    client: httpx2.Client, owner: Owner, kid: str, *, proof: bool = True
-) -> httpx2.Response:
-    target = f"/v1/identities/{owner.identity_id}/keys/{kid}"
-    headers = signed(client, owner, "DELETE", target) if proof else {}
-    return client.delete(target, headers=headers)
-
-
-def provision(client: httpx2.Client, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post("/v1/runtimes", json=body)
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
-
+from tests.support.databases import in_db
+from tests.support.identities import (
+    new_owner,
+    next_sequence,
+    public_b64,
+    register_key,
+    revoke_key,
+    signed,
+)
+from tests.support.live import Live, live_on
+from tests.support.openapi import conforms
+from tests.support.runtimes import MASTER_KEY, create, self_body, trusted_body
 
 # --- fixtures -----------------------------------------------------------------------------------
 
@@ -261,8 +173,8 @@ def test_runtime_keys_bind_to_a_runtime_of_the_same_identity(live: Live) -> None
     stranger = new_owner(live)
     key = public_b64(Ed25519PrivateKey.generate())
     with live.client(owner.bearer) as client:
-        mine = provision(client, self_body(identity_id=owner.identity_id))
-        unbound = provision(client, self_body())
+        mine = create(client, self_body(identity_id=owner.identity_id))
+        unbound = create(client, self_body())
         created = register_key(
             client, owner, "laptop-loop", key, purpose="runtime", runtime_id=mine["id"]
         )
@@ -274,7 +186,7 @@ def test_runtime_keys_bind_to_a_runtime_of_the_same_identity(live: Live) -> None
         assert other.status_code == 422, other.text
         assert other.json()["error"] == "runtime_identity_mismatch"
     with live.client(stranger.bearer) as client:
-        theirs = provision(client, self_body(identity_id=stranger.identity_id))
+        theirs = create(client, self_body(identity_id=stranger.identity_id))
     with live.client(owner.bearer) as client:
         foreign = register_key(
             client, owner, "foreign", key, purpose="runtime", runtime_id=theirs["id"]
@@ -340,8 +252,8 @@ def test_another_projects_identity_does_not_exist(live: Live) -> None:
 def test_the_service_registers_a_trusted_runtimes_hosted_key(live: Live) -> None:
     owner = new_owner(live)
     with live.client(owner.bearer) as client:
-        trusted = provision(client, trusted_body(identity_id=owner.identity_id))
-        laptop = provision(client, self_body(identity_id=owner.identity_id))
+        trusted = create(client, trusted_body(identity_id=owner.identity_id))
+        laptop = create(client, self_body(identity_id=owner.identity_id))
         before = next_sequence(client, owner)
     hosted_key = trusted["runtime_public_key"]
     assert hosted_key is not None

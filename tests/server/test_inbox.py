@@ -18,11 +18,11 @@ from sqlalchemy import Connection
 
 from hearth.server.services import inbox
 from hearth.server.services import runtimes as runtime_service
-
-from .live import Live, live_on
-from .test_identity_keys import Owner, new_owner, provision
-from .test_openapi_fuzz import conforms
-from .test_runtimes import in_db, self_body
+from tests.support.databases import in_db
+from tests.support.identities import Owner, new_owner
+from tests.support.live import Live, live_on
+from tests.support.openapi import conforms
+from tests.support.runtimes import create, self_body
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -107,7 +107,7 @@ def test_post_and_list(live: Live, api_schema: Any) -> None:
 def test_take_complete_release(live: Live) -> None:
     owner = new_owner(live)
     with live.client(owner.bearer) as client:
-        runtime = provision(client, self_body(identity_id=owner.identity_id))
+        runtime = create(client, self_body(identity_id=owner.identity_id))
         first = send(client, owner, "one")
         second = send(client, owner, "two")
 
@@ -154,9 +154,9 @@ def test_take_complete_release(live: Live) -> None:
 def test_a_message_wakes_the_identitys_idle_runtimes(live: Live) -> None:
     owner = new_owner(live)
     with live.client(owner.bearer) as client:
-        idle = provision(client, self_body(identity_id=owner.identity_id))
-        fresh = provision(client, self_body(identity_id=owner.identity_id))
-        elsewhere = provision(client, self_body())
+        idle = create(client, self_body(identity_id=owner.identity_id))
+        fresh = create(client, self_body(identity_id=owner.identity_id))
+        elsewhere = create(client, self_body())
         to_idle(live, idle["id"])
         to_idle(live, elsewhere["id"])
 
@@ -180,7 +180,7 @@ def test_concurrent_takers_never_take_one_message_twice(live: Live, messages: in
     owner = new_owner(live)
     with live.client(owner.bearer) as client:
         runtimes = [
-            provision(client, self_body(identity_id=owner.identity_id))["id"] for _ in range(takers)
+            create(client, self_body(identity_id=owner.identity_id))["id"] for _ in range(takers)
         ]
         for i in range(messages):
             send(client, owner, f"m{i}")

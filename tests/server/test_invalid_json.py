@@ -17,8 +17,8 @@ import httpx2
 import pytest
 
 from hearth.server.edge_text import MAX_JSON_DEPTH
-
-from .live import Live, Registered, live_on
+from tests.support.agents import Registered
+from tests.support.live import Live, live_on
 
 
 def nested(depth: int) -> bytes:

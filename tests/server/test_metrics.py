@@ -14,19 +14,19 @@ from collections.abc import Iterator
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from prometheus_client.parser import text_string_to_metric_families
 
 from hearth.adds import cid_for_bytes
 from hearth.client.bridge import BridgeFatal, BridgeSidecar, bridge_url
 from hearth.proofs.thoughts import seal_thought
 from hearth.server.services import runtimes as runtime_service
-
-from ..fakes.llm import FakeLlm, fake_llm
-from .live import Live, live_on
-from .test_bridge import Running, hub, on_server, provision, running, ws_refusal
-from .test_runtimes import in_db, new_project
-from .test_think_cycle import (
-    eventually,
+from tests.support.bridge import Running, hub, on_server, provision, running, ws_refusal
+from tests.support.databases import in_db
+from tests.support.fake_llm import FakeLlm
+from tests.support.live import Live, live_on
+from tests.support.metrics import value
+from tests.support.polling import eventually
+from tests.support.runtimes import new_project
+from tests.support.think import (
     llm_settings,
     message_status,
     post_message,
@@ -44,16 +44,6 @@ def scrape(live: Live) -> str:
     return response.text
 
 
-def value(text: str, sample: str, **labels: str) -> float:
-    """The sum of the samples named ``sample`` whose labels include ``labels``."""
-    return sum(
-        s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name == sample and labels.items() <= s.labels.items()
-    )
-
-
 class Counters:
     """Differences of one scrape from the scrape taken when this was made."""
 
@@ -63,12 +53,6 @@ class Counters:
 
     def delta(self, sample: str, **labels: str) -> float:
         return value(scrape(self.live), sample, **labels) - value(self.before, sample, **labels)
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLlm]:
-    with fake_llm() as running_fake:
-        yield running_fake
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

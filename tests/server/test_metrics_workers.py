@@ -18,13 +18,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import httpx2
 import pytest
@@ -34,14 +32,15 @@ from prometheus_client.samples import Sample
 
 from hearth.adds import cid_for_bytes
 from hearth.server.metrics_dir import metrics_directory
-
-from .live import HEARTH, Agent, free_port, hearth_serve, serve_env
-from .test_metrics import value
+from tests.support.agents import Agent
+from tests.support.live import free_port
+from tests.support.metrics import value
+from tests.support.polling import eventually
+from tests.support.served import HEARTH, hearth_serve, serve_env
 
 BATCH = 20
 MAX_REQUESTS = 2_000
 WAIT_S = 90.0
-T = TypeVar("T")
 
 
 @dataclass
@@ -52,16 +51,6 @@ class Server:
 
     def metrics_dirs(self) -> list[str]:
         return glob.glob(str(self.tmp / "hearth-metrics-*"))
-
-
-def eventually(check: Callable[[], T | None], what: str) -> T:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def fresh(base: str, method: str, path: str, **kwargs: object) -> httpx2.Response:
@@ -163,7 +152,7 @@ def test_one_scrape_counts_every_worker(tmp_path: Path) -> None:
             shares = porch_count_per_worker(directory)
             return shares if sum(shares.values()) == sent else None
 
-        shares = eventually(all_counted, "every request to be counted")
+        shares = eventually(all_counted, "every request to be counted", WAIT_S)
         assert max(shares.values()) < sent  # no worker's own count is the total
 
         text = scrape(server)  # one scrape, whichever worker answers it
@@ -185,6 +174,7 @@ def test_one_scrape_counts_every_worker(tmp_path: Path) -> None:
         [stayed] = eventually(
             lambda: live_files(directory) if len(live_files(directory)) == 1 else None,
             "the stopped worker's live file to go",
+            WAIT_S,
         )
         assert stayed in pids
         text = scrape(server)
@@ -196,7 +186,7 @@ def test_one_scrape_counts_every_worker(tmp_path: Path) -> None:
             found = worker_pids(scrape(server))
             return found if len(found) == 2 else None
 
-        new_pids = eventually(two_again, "a new worker")
+        new_pids = eventually(two_again, "a new worker", WAIT_S)
         assert stayed in new_pids
 
         # A crash (SIGKILL): nothing runs in the worker, so the next scrape drops its series.
@@ -208,7 +198,7 @@ def test_one_scrape_counts_every_worker(tmp_path: Path) -> None:
             found = worker_pids(scrape(server))
             return found if len(found) == 2 and killed not in found else None
 
-        eventually(recovered, "the killed worker to be replaced and dropped")
+        eventually(recovered, "the killed worker to be replaced and dropped", WAIT_S)
         assert not glob.glob(os.path.join(directory, f"gauge_liveall_{killed}.db"))
         text = scrape(server)
         assert value(text, "hearth_http_requests_total", route="/public/porch") == sent

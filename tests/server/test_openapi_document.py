@@ -40,9 +40,9 @@ from hearth.server.models import (
 from hearth.server.models_elevation import SponsorStatement
 from hearth.server.models_forks import ForkRequest, MemorySelection, TemplatePublish
 from hearth.server.openapi import METHODS, NO_NUL
-
-from .live import Live, live_on, raw_public
-from .test_runtimes import bridged_body, create, new_project, self_body
+from tests.support.agents import raw_public
+from tests.support.live import Live, live_on
+from tests.support.runtimes import bridged_body, create, new_project, self_body
 
 GOLDEN = Path(__file__).parents[1] / "vectors" / "openapi" / "operation-ids.json"
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -39,26 +39,11 @@ import pytest
 import schemathesis
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
-from hearth.proofs import AUTHORITY_HEADERS, RegisterIntent, register_digest, sign_digest
-
-from .live import Agent, Live, live_on, raw_public
-
-# The checks that judge one response on its own (the walks below); the fuzz run uses all.
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-]
+from hearth.proofs import AUTHORITY_HEADERS
+from tests.support.agents import Agent
+from tests.support.live import Live, live_on
+from tests.support.openapi import conforms, register_project
 
 MAX_EXAMPLES = int(os.environ.get("OPENAPI_FUZZ_MAX_EXAMPLES", "10"))
 SEED = int(os.environ.get("OPENAPI_FUZZ_SEED", "1"))
@@ -99,29 +84,6 @@ REVOKING = "DELETE /v1/keys/{key_id}"
 # The voice stream sends `connected` at once, then an event every few seconds: one is enough.
 STREAMING = "GET /v1/wake/voice"
 PEERS = ["owner", "peer"]
-
-
-def register_project(live: Live, visibility: str | None = None) -> tuple[Agent, dict[str, Any]]:
-    """A new agent in a new project over HTTP (optionally public); returns it and the 201 body."""
-    agent = Agent.new()
-    body = agent.registration("Fuzz", difficulty=live.settings.pow_difficulty_bits)
-    if visibility is not None:
-        # The key proof binds the visibility: sign the intent again with it.
-        body["expression_visibility"] = visibility
-        intent = RegisterIntent(
-            display_name=body["display_name"],
-            signing_key=raw_public(agent.signing),
-            box_key=raw_public(agent.box),
-            timestamp=body["key_proof"]["timestamp"],
-            registration_nonce=body["registration_nonce"],
-            runtime=body["runtime"],
-            expression_visibility=visibility,
-        )
-        body["key_proof"]["signature"] = sign_digest(agent.signing, register_digest(intent))
-    with httpx2.Client(base_url=live.base_url, timeout=30) as client:
-        response = client.post("/v1/register/agent", json=body)
-    assert response.status_code == 201, response.text
-    return agent, response.json()
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -276,22 +238,6 @@ def test_every_check_passes(live: Live, bearer: str, tmp_path: Path) -> None:
     )
     # Every operation of the document was run (none skipped for want of a schema it reads).
     assert tested + revoking == sum(len(item) for item in document["paths"].values())
-
-
-def conforms(api_schema: Any, label: str, response: httpx2.Response, status: int) -> Any:
-    """Check one real response against the operation ``label`` documents; return its JSON."""
-    assert response.status_code == status, response.text
-    method, template = label.split(" ", 1)
-    # The path parameters, read back from the request sent (for the failure report's curl line).
-    names = re.findall(r"\{(\w+)\}", template)
-    pattern = re.sub(r"\\\{\w+\\\}", "([^/]+)", re.escape(template))
-    found = re.fullmatch(pattern, response.request.url.path)
-    assert found is not None, (template, response.request.url.path)
-    case = api_schema[template][method].Case(
-        path_parameters=dict(zip(names, found.groups(), strict=True))
-    )
-    case.validate_response(response, checks=CHECKS)
-    return response.json() if "json" in response.headers.get("content-type", "") else None
 
 
 def authed(live: Live, registered: dict[str, Any]) -> httpx2.Client:

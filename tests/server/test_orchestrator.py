@@ -19,21 +19,23 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection, func, select, update
 
+from hearth.proofs.runtime_keys import wrap_runtime_key
 from hearth.proofs.thoughts import sign_thought_write
 from hearth.server.db.engine import epoch_ms, utcnow
 from hearth.server.db.tables import inbox_messages, runtimes, thoughts
 from hearth.server.events import Change
-from hearth.server.orchestrator import cycle, leases
+from hearth.server.orchestrator import cycle
 from hearth.server.orchestrator.custody import TrustedCustody
 from hearth.server.services import inbox
 from hearth.server.services import runtimes as runtime_service
-
-from ..fakes.llm import FakeLlm, fake_llm
-from .live import Live, live_on
-from .test_runtimes import MASTER_KEY, bridged_body, in_db, new_project
-from .test_think_cycle import (
+from hearth.server.services.runtimes import leases
+from tests.support.databases import in_db
+from tests.support.fake_llm import FakeLlm
+from tests.support.live import Live, live_on
+from tests.support.polling import eventually
+from tests.support.runtimes import MASTER_KEY, bridged_body, new_project
+from tests.support.think import (
     events_of,
-    eventually,
     llm_settings,
     message_status,
     names,
@@ -47,12 +49,6 @@ from .test_think_cycle import (
 )
 
 KINDS = ["sqlite", "postgresql"]
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLlm]:
-    with fake_llm() as running:
-        yield running
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -187,9 +183,7 @@ def test_crash_error_restart(live: Live) -> None:
         assert names(events_of(client, rid))[-1] == "error"
 
         def rewrap(conn: Connection) -> None:
-            material = runtime_service.wrap_runtime_key(
-                rid, Ed25519PrivateKey.generate(), MASTER_KEY
-            )
+            material = wrap_runtime_key(rid, Ed25519PrivateKey.generate(), MASTER_KEY)
             conn.execute(update(runtimes).where(runtimes.c.id == rid).values(key_material=material))
 
         in_db(live, rewrap)
@@ -216,7 +210,7 @@ def test_a_deleted_runtime_is_released(live: Live) -> None:
         rid = trusted_runtime(client, agent_id)["id"]
         eventually(lambda: runtime_of(client, rid)["status"] in {"running", "idle"}, "running")
         assert client.delete(f"/v1/runtimes/{rid}").status_code == 200
-        worker = live.app.state.hearth.worker
+        worker = live.app.state.worker
         eventually(lambda: rid not in worker.held, "the worker to let it go")
         assert row_of(live, rid)["lease_owner"] is None
         assert runtime_of(client, rid)["status"] == "stopped"

@@ -45,6 +45,7 @@ from hearth.proofs import (
     sign_digest,
     solve_pow,
 )
+from hearth.server import canon
 from hearth.server.app import create_app
 from hearth.server.db.tables import identities, projects
 from hearth.server.settings import Settings
@@ -369,6 +370,18 @@ def test_canon_publishes_the_commitments_in_the_specifications_words(
             assert meaning.endswith(".")
             assert "\n" not in meaning
             assert meaning.count(". ") == 0, meaning  # one sentence each
+
+
+def test_every_canon_vocabulary_has_one_meaning_per_value() -> None:
+    # The meanings are keyed by the vocabulary's values: none missing, none extra, same order.
+    for values, meanings in (
+        (canon.WALLS, canon.WALL_MEANINGS),
+        (tuple(canon.PROMISES), canon.PROMISE_MEANINGS),
+        (canon.CHRONICLE_KINDS, canon.CHRONICLE_KIND_MEANINGS),
+        (canon.FORMS, canon.FORM_MEANINGS),
+        (canon.CUSTODY_MODES, canon.CUSTODY_MEANINGS),
+    ):
+        assert tuple(meanings) == values
 
 
 def test_safety_says_what_is_never_done_and_how_to_report(client: httpx2.Client) -> None:

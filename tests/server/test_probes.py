@@ -22,8 +22,8 @@ from hearth.adds import cid_for_bytes
 from hearth.server.db import Database
 from hearth.server.db.migrate import downgrade, upgrade
 from hearth.server.services.readiness import PROBE_PREFIX, expected_heads
-
-from .live import Live, free_port, live_on, register
+from tests.support.agents import register
+from tests.support.live import Live, free_port, live_on
 
 BACKENDS = ["sqlite", "postgresql"]
 

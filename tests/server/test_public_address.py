@@ -18,14 +18,9 @@ import sqlalchemy as sa
 from hearth.adds import cid_for_bytes, validate
 from hearth.server.db import Database
 from hearth.server.settings import Settings
-
-from .live import (
-    Registered,
-    database_url_or_skip,
-    fresh_postgres_database,
-    live_service,
-    sqlite_settings,
-)
+from tests.support.agents import Registered
+from tests.support.databases import database_url_or_skip, fresh_postgres_database
+from tests.support.live import live_service, sqlite_settings
 
 PUBLIC = "https://hearth.example:8443"
 HOSTS = ["evil.example:666", "other.example", "127.0.0.1:1"]

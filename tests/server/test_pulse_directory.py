@@ -26,10 +26,10 @@ from hearth.server.db.tables import (
     wallets,
 )
 from hearth.server.services import pulse as pulse_service
-
-from .live import Live, database_url_or_skip, fresh_postgres_database, live_service, sqlite_settings
-from .test_elevation import Member, in_db
-from .test_openapi_fuzz import conforms, register_project
+from tests.support.databases import database_url_or_skip, fresh_postgres_database, in_db
+from tests.support.elevation import Member
+from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.openapi import conforms, register_project
 
 
 @pytest.fixture(scope="module")

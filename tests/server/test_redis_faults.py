@@ -27,8 +27,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from .live import Agent, Live, free_port, live_on, register
-from .test_limiter import RedisServer, own_redis_server
+from tests.support.agents import Agent, register
+from tests.support.live import Live, free_port, live_on
+from tests.support.redis_server import RedisServer, own_redis_server
 
 BACKENDS = ["sqlite", "postgresql"]
 ROUNDS = 8  # registrations, and as many memory writes, while Redis is down

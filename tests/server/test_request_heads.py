@@ -18,9 +18,8 @@ import pytest
 from websockets.asyncio.client import connect
 
 from hearth.client.bridge import bridge_url
-
-from .live import Live, live_service, sqlite_settings
-from .test_bridge import provision
+from tests.support.bridge import provision
+from tests.support.live import Live, live_service, sqlite_settings
 
 GUARD_S = 10.0  # how long a test waits for the server before calling it hung (never a speed)
 TIMEOUT_S = 0.5  # the head timeout these tests configure

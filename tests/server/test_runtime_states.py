@@ -16,12 +16,13 @@ from sqlalchemy import Connection, select, update
 from hearth.server import runtime_states
 from hearth.server.db import Database
 from hearth.server.db.tables import runtime_events, runtimes
+from hearth.server.errors import ApiError
 from hearth.server.runtime_states import MOVES, STATES
 from hearth.server.services import runtimes as runtime_service
 from hearth.server.settings import Settings
-
-from .live import Live, live_on
-from .test_runtimes import bridged_body, in_db, new_project, stored_row
+from tests.support.databases import in_db
+from tests.support.live import Live, live_on
+from tests.support.runtimes import bridged_body, new_project, stored_row
 
 # The specification's "Runtime status" table, written out independently of the module: (from,
 # trigger) -> (to, event). docs/runtimes.md says why deprovision also leaves `starting` and why
@@ -254,6 +255,6 @@ def test_unknown_runtime_and_trigger(live: Live, bearer: str) -> None:
     runtime_id = new_runtime(live, bearer)
     with pytest.raises(runtime_states.UnknownTrigger):
         in_db(live, runtime_service.move, runtime_id, "teleport")
-    with pytest.raises(runtime_service.ApiError) as missing:
+    with pytest.raises(ApiError) as missing:
         in_db(live, runtime_service.move, "00000000-0000-4000-8000-000000000000", "bind")
     assert missing.value.status == 404

@@ -4,7 +4,6 @@ on PostgreSQL when SERVICE_TEST_DATABASE_URL is set."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -16,96 +15,30 @@ from typing import Any
 import httpx2
 import pytest
 import schemathesis
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert
 
 from hearth.proofs import b64_encode
-from hearth.server.db import Database
+from hearth.proofs.sealing import SealError
 from hearth.server.db.engine import utcnow
-from hearth.server.db.tables import runtimes as runtimes_table
 from hearth.server.db.tables import strands, thoughts
+from hearth.server.errors import ApiError
 from hearth.server.observability import configure_logging
 from hearth.server.services import runtimes as runtime_service
-from hearth.server.services.sealing import SealError
-
-from .live import (
-    Live,
-    live_on,
-    live_service,
-    paged,
-    raw_public,
-    register,
-    sqlite_settings,
+from tests.support.databases import in_db
+from tests.support.listings import paged
+from tests.support.live import Live, live_on, live_service, sqlite_settings
+from tests.support.openapi import conforms
+from tests.support.runtimes import (
+    MASTER_KEY,
+    bridge_key,
+    bridged_body,
+    create,
+    event_names,
+    new_project,
+    self_body,
+    stored_row,
+    trusted_body,
 )
-from .test_openapi_fuzz import conforms
-
-MASTER_KEY = "runtime tests master key"
-
-# --- shared with test_runtime_states.py ---------------------------------------------------------
-
-
-def new_project(live: Live) -> tuple[str, str, str]:
-    """(bearer, project id, agent id) of a new project."""
-    _, registered = register(live)
-    return (
-        registered["project"]["api_key"],
-        registered["project"]["id"],
-        registered["agent"]["id"],
-    )
-
-
-def bridge_key() -> str:
-    return b64_encode(raw_public(Ed25519PrivateKey.generate()))
-
-
-def bridged_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "name": "night shift",
-        "mode": "bridged",
-        "llm": {"provider": "anthropic", "model": "claude-test", "vault_key": "anthropic-key"},
-        "bridge": {"pubkey": bridge_key(), "key_id": str(uuid.uuid4())},
-    }
-    body.update(overrides)
-    return body
-
-
-def self_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"name": "laptop", "mode": "self"}
-    body.update(overrides)
-    return body
-
-
-def trusted_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "name": "vault keeper",
-        "mode": "trusted",
-        "llm": {"provider": "openai", "model": "gpt-test", "vault_key": "openai-key"},
-    }
-    body.update(overrides)
-    return body
-
-
-async def _run(url: str, write: bool, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    db = Database(url)
-    try:
-        if write:
-            return await db.transaction(fn, *args, **kwargs)
-        return await db.snapshot(fn, *args, **kwargs)
-    finally:
-        await db.dispose()
-
-
-def in_db(live: Live, fn: Any, *args: Any, write: bool = True, **kwargs: Any) -> Any:
-    """``fn(conn, ...)`` in one transaction on the live service's database (the moves no route
-    makes: the orchestrator's)."""
-    return asyncio.run(_run(live.settings.database_url, write, fn, *args, **kwargs))
-
-
-def stored_row(conn: Connection, runtime_id: str) -> dict[str, Any]:
-    return dict(
-        conn.execute(select(runtimes_table).where(runtimes_table.c.id == runtime_id)).one()._mapping
-    )
-
 
 # --- fixtures -----------------------------------------------------------------------------------
 
@@ -133,19 +66,6 @@ def api_schema(live: Live) -> Any:
     return schemathesis.openapi.from_url(
         f"{live.base_url}/v1/openapi.json", config=schemathesis.Config()
     )
-
-
-def create(client: httpx2.Client, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post("/v1/runtimes", json=body)
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
-
-
-def event_names(client: httpx2.Client, runtime_id: str) -> list[str]:
-    response = client.get(f"/v1/runtimes/{runtime_id}/events")
-    assert response.status_code == 200, response.text
-    return [e["event"] for e in response.json()["items"]]
 
 
 def runtime_count(client: httpx2.Client) -> int:
@@ -602,7 +522,7 @@ def test_soft_delete_stops_keeps_and_freezes(live: Live, api_schema: Any) -> Non
         row = in_db(live, stored_row, rid, write=False)
         assert not runtime_service.control_token_matches(row, token)
         # A deleted runtime does not move.
-        with pytest.raises(runtime_service.ApiError) as refused:
+        with pytest.raises(ApiError) as refused:
             in_db(live, runtime_service.move, rid, "crash", detail="late crash")
         assert refused.value.error == "runtime_deleted"
 

@@ -19,11 +19,11 @@ import schemathesis
 from sqlalchemy import Connection
 
 from hearth.server.services import runtimes as runtime_service
-
-from .live import Live, live_on
-from .test_identity_keys import Owner, new_owner
-from .test_openapi_fuzz import conforms
-from .test_runtimes import bridged_body, in_db, self_body, stored_row
+from tests.support.databases import in_db
+from tests.support.identities import Owner, new_owner
+from tests.support.live import Live, live_on
+from tests.support.openapi import conforms
+from tests.support.runtimes import bridged_body, self_body, stored_row
 
 IDLE_S = 1.0
 

@@ -25,17 +25,9 @@ from hearth.proofs import b64_decode, b64_encode, pow_digest, pow_holds
 from hearth.server.app import create_app
 from hearth.server.db import Database
 from hearth.server.db.migrate import current, downgrade, head, upgrade
-
-from .live import (
-    Agent,
-    Live,
-    database_url_or_skip,
-    free_port,
-    fresh_postgres_database,
-    live_service,
-    register,
-    sqlite_settings,
-)
+from tests.support.agents import Agent, register
+from tests.support.databases import database_url_or_skip, fresh_postgres_database
+from tests.support.live import Live, free_port, live_service, sqlite_settings
 
 
 @pytest.fixture(scope="module")

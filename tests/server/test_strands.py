@@ -28,11 +28,11 @@ from hearth.proofs.thoughts import (
 )
 from hearth.server.db.tables import thoughts
 from hearth.server.services import strands as strand_service
-
-from .live import Live, live_on
-from .test_identity_keys import Owner, new_owner, provision, public_b64, register_key, revoke_key
-from .test_openapi_fuzz import conforms
-from .test_runtimes import in_db, self_body
+from tests.support.databases import in_db
+from tests.support.identities import Owner, new_owner, public_b64, register_key, revoke_key
+from tests.support.live import Live, live_on
+from tests.support.openapi import conforms
+from tests.support.runtimes import create, self_body
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -96,8 +96,8 @@ def test_strands_create_read_list(live: Live, api_schema: Any) -> None:
     owner = new_owner(live)
     stranger = new_owner(live)
     with live.client(owner.bearer) as client:
-        runtime = provision(client, self_body(identity_id=owner.identity_id))
-        unbound = provision(client, self_body())
+        runtime = create(client, self_body(identity_id=owner.identity_id))
+        unbound = create(client, self_body())
         created = conforms(
             api_schema,
             "POST /v1/strands",
@@ -293,7 +293,7 @@ def test_a_plaintext_field_is_refused_under_wall_7(live: Live, field: str) -> No
 def test_a_runtimes_strand_counts_for_the_runtime(live: Live) -> None:
     owner = new_owner(live)
     with live.client(owner.bearer) as client:
-        runtime = provision(client, self_body(identity_id=owner.identity_id))
+        runtime = create(client, self_body(identity_id=owner.identity_id))
         assert runtime["last_thought_at"] is None
         strand = new_strand(client, owner, runtime["id"])
         written = write(client, strand["id"], sealed_body(owner, strand["id"], 1, "loop"))

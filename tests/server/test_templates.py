@@ -19,11 +19,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hearth.proofs import b64_decode, b64_encode
 from hearth.server.db.tables import identities, template_purchases, templates
 from hearth.server.services import templates as template_service
-
-from .live import Live, in_db, live_on, raw_public, register
-from .live import paged as paged_ids
-from .test_forks import GRANT
-from .test_openapi_fuzz import conforms
+from tests.support.agents import GRANT, raw_public, register
+from tests.support.databases import in_db
+from tests.support.listings import paged as paged_ids
+from tests.support.live import Live, live_on
+from tests.support.openapi import conforms
 
 HEARTHKEEPER = "6d1f0c2e-5b7a-4c1e-9f3a-2a8e4b1c0001"  # free
 CARTOGRAPHER = "6d1f0c2e-5b7a-4c1e-9f3a-2a8e4b1c0002"  # free

@@ -9,77 +9,50 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx2
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection, select
 
 from hearth.client.mnemonic_keys import derive_keys, new_mnemonic
 from hearth.proofs import b64_decode, b64_encode
+from hearth.proofs.runtime_keys import trusted_k_master
 from hearth.proofs.thoughts import (
     SealedThought,
     ThoughtOpenError,
     open_thought,
     verify_thought_write,
 )
-from hearth.server.db.tables import inbox_messages, runtimes
+from hearth.server.db.tables import runtimes
 from hearth.server.events import Change
-from hearth.server.orchestrator.custody import runtime_kid, trusted_k_master
+from hearth.server.orchestrator.custody import runtime_kid
 from hearth.server.services import runtimes as runtime_service
-
-from ..cli.test_bridge_cli import _files, _start
-from ..fakes.llm import FakeLlm, fake_llm, reply_text
-from .live import Agent, Live, live_on, raw_public, register
-from .test_bridge import Bridged
-from .test_identity_keys import Owner, register_key
-from .test_runtimes import MASTER_KEY, bridged_body, in_db, new_project
-
-T = TypeVar("T")
-
-# Timings short enough that a test waits seconds, not minutes; tests never assert durations.
-FAST: dict[str, Any] = {
-    "worker_in_process": True,  # explicit: only `hearth serve` runs a worker by default
-    "kms_master_key": MASTER_KEY,
-    "runtime_poll_seconds": 0.05,
-    "runtime_heartbeat_seconds": 0.5,
-    "runtime_lease_seconds": 3.0,
-    "runtime_retry_seconds": 0.2,
-    "llm_max_retries": 0,
-    "llm_timeout_seconds": 20.0,
-}
-WAIT_S = 60.0
-
-
-def eventually(check: Callable[[], T | None], what: str, timeout: float = WAIT_S) -> T:
-    """Poll ``check`` until it answers something truthy; fail naming ``what`` otherwise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def llm_settings(fake: FakeLlm) -> dict[str, Any]:
-    return {
-        **FAST,
-        "llm_anthropic_base_url": fake.anthropic_base_url,
-        "llm_openai_base_url": fake.openai_base_url,
-    }
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLlm]:
-    with fake_llm() as running:
-        yield running
+from tests.support.agents import Agent, raw_public, register
+from tests.support.bridge import Bridged, bridge_args, start_bridge
+from tests.support.databases import in_db
+from tests.support.fake_llm import FakeLlm, reply_text
+from tests.support.identities import Owner, register_key
+from tests.support.live import Live, live_on
+from tests.support.polling import eventually
+from tests.support.runtimes import MASTER_KEY, bridged_body, new_project
+from tests.support.think import (
+    WAIT_S,
+    events_of,
+    llm_settings,
+    message_status,
+    names,
+    post_message,
+    put_secret,
+    recorder,
+    runtime_of,
+    status_is,
+    strand_thoughts,
+    trusted_runtime,
+)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -91,81 +64,6 @@ def live(
 
 
 # --- helpers shared with test_orchestrator.py ---------------------------------------------------
-
-
-def put_secret(client: httpx2.Client, name: str, value: str) -> None:
-    response = client.put(f"/v1/vault/{name}", json={"value": value})
-    assert response.status_code in {200, 201}, response.text
-
-
-def trusted_runtime(
-    client: httpx2.Client, agent_id: str, provider: str = "openai", vault_key: str = "llm-key"
-) -> dict[str, Any]:
-    response = client.post(
-        "/v1/runtimes",
-        json={
-            "name": "hosted",
-            "mode": "trusted",
-            "identity_id": agent_id,
-            "llm": {"provider": provider, "model": f"{provider}-model", "vault_key": vault_key},
-        },
-    )
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
-
-
-def runtime_of(client: httpx2.Client, runtime_id: str) -> dict[str, Any]:
-    response = client.get(f"/v1/runtimes/{runtime_id}")
-    assert response.status_code == 200, response.text
-    found: dict[str, Any] = response.json()
-    return found
-
-
-def status_is(client: httpx2.Client, runtime_id: str, status: str) -> Callable[[], bool]:
-    return lambda: runtime_of(client, runtime_id)["status"] == status
-
-
-def events_of(client: httpx2.Client, runtime_id: str) -> list[dict[str, Any]]:
-    response = client.get(f"/v1/runtimes/{runtime_id}/events", params={"limit": 200})
-    assert response.status_code == 200, response.text
-    items: list[dict[str, Any]] = response.json()["items"]
-    return items
-
-
-def names(events: list[dict[str, Any]]) -> list[str]:
-    return [e["event"] for e in events]
-
-
-def post_message(client: httpx2.Client, agent_id: str, body: str) -> dict[str, Any]:
-    response = client.post(
-        f"/v1/identities/{agent_id}/inbox", json={"sender": "tester", "body": body}
-    )
-    assert response.status_code == 201, response.text
-    posted: dict[str, Any] = response.json()
-    return posted
-
-
-def message_status(live: Live, message_id: str) -> str:
-    def read(conn: Connection) -> str:
-        return str(
-            conn.execute(
-                select(inbox_messages.c.status).where(inbox_messages.c.id == message_id)
-            ).scalar_one()
-        )
-
-    return str(in_db(live, read, write=False))
-
-
-def strand_thoughts(client: httpx2.Client, runtime_id: str) -> tuple[str, list[dict[str, Any]]]:
-    listed = client.get("/v1/strands", params={"runtime_id": runtime_id})
-    assert listed.status_code == 200, listed.text
-    items = listed.json()["items"]
-    assert len(items) == 1, items
-    strand_id = items[0]["id"]
-    page = client.get(f"/v1/strands/{strand_id}/thoughts", params={"limit": 100})
-    assert page.status_code == 200, page.text
-    return strand_id, page.json()["items"]
 
 
 def k_master_of(live: Live, runtime_id: str) -> bytes:
@@ -190,13 +88,6 @@ def opened(k_master: bytes, strand_id: str, thought: dict[str, Any]) -> dict[str
     )
     parsed: dict[str, Any] = json.loads(plaintext)
     return parsed
-
-
-def recorder(live: Live) -> list[Change]:
-    """Every change published in the service's process from now on."""
-    seen: list[Change] = []
-    live.app.state.hearth.events.add_listener(seen.append)
-    return seen
 
 
 # --- the trusted cycle --------------------------------------------------------------------------
@@ -392,7 +283,9 @@ def test_bridged_cycle_through_a_real_bridge_process(live: Live, tmp_path: Path)
         bridged = Bridged(
             live, owner.bearer, rid, created.json()["control_token"], bridge_key, mnemonic
         )
-        process = _start([*_files(tmp_path, bridged), "--initial-delay", "0.05"], tmp_path)
+        process = start_bridge(
+            [*bridge_args(tmp_path, bridged), "--initial-delay", "0.05"], tmp_path
+        )
         try:
             # The worker binds it; the bridge's handshake moves it to running.
             eventually(status_is(client, rid, "running"), "the bridged runtime to run")

@@ -20,24 +20,18 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from hearth.proofs.sealing import associated_data, open_sealed
 from hearth.server.db import Database, metadata
 from hearth.server.db.migrate import current, downgrade, head, upgrade
 from hearth.server.db.tables import vault_keys, vault_secrets
 from hearth.server.errors import ApiError
 from hearth.server.observability import configure_logging
 from hearth.server.services import vault
-from hearth.server.services.sealing import associated_data, open_sealed
-
-from .live import (
-    Live,
-    database_url_or_skip,
-    fresh_postgres_database,
-    live_service,
-    paged,
-    register,
-    sqlite_settings,
-)
-from .test_openapi_fuzz import conforms
+from tests.support.databases import database_url_or_skip, fresh_postgres_database
+from tests.support.listings import paged
+from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.openapi import conforms
+from tests.support.runtimes import new_project
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +39,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp("vault")
     with live_service(sqlite_settings(tmp)) as service:
         yield service
-
-
-def new_project(live: Live) -> tuple[str, str, str]:
-    """(bearer, project id, agent id) of a new project."""
-    _, registered = register(live)
-    return (
-        registered["project"]["api_key"],
-        registered["project"]["id"],
-        registered["agent"]["id"],
-    )
 
 
 def a_secret() -> str:

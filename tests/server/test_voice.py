@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import queue
 import threading
 import time
@@ -22,7 +21,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import httpx2
 import pytest
@@ -32,21 +31,14 @@ from hearth.server.app import create_app
 from hearth.server.changes import CHANGES, KEYS, MUTATING, SILENT
 from hearth.server.events import Change, EventBus
 from hearth.server.settings import Settings
-
-from .live import (
-    Live,
-    database_url_or_skip,
-    free_port,
-    fresh_postgres_database,
-    hearth_serve,
-    live_service,
-    register,
-    serve_env,
-    shared_database,
-    sqlite_settings,
-)
-from .test_adds_provider import manifest_bytes
-from .test_memories import Owner
+from tests.support.agents import register
+from tests.support.databases import database_url_or_skip, fresh_postgres_database, shared_database
+from tests.support.live import Live, free_port, live_service, sqlite_settings
+from tests.support.manifests import manifest_bytes
+from tests.support.memories import Owner
+from tests.support.polling import eventually
+from tests.support.redis_server import redis_url_or_skip
+from tests.support.served import hearth_serve, serve_env
 
 WELCOME_S = 0.3  # short, so that a test sees welcomes; nothing asserts how long it took
 WAIT_S = 20.0  # the most any one event may take to arrive before the test fails
@@ -56,22 +48,6 @@ WAIT_S = 20.0  # the most any one event may take to arrive before the test fails
 # elevate, attestations and the runtimes were listed and have landed). A listed route that
 # exists fails the test, so an entry cannot outlive its reason: remove it when it lands.
 PENDING_ROUTES: set[tuple[str, str]] = set()
-
-IN_CI = os.environ.get("CI") == "true"
-
-
-def skip_or_fail(reason: str) -> NoReturn:
-    # Under CI a missing dependency means the suite silently stopped covering it: fail.
-    if IN_CI:
-        pytest.fail(f"{reason} (CI=true, so this is an error rather than a skip)")
-    pytest.skip(reason)
-
-
-def redis_url_or_skip() -> str:
-    url = os.environ.get("SERVICE_TEST_REDIS_URL")
-    if not url:
-        skip_or_fail("SERVICE_TEST_REDIS_URL is not set; set it to a Redis URL to run these")
-    return url
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -166,13 +142,6 @@ def connected(stream: Voice) -> Any:
     return stream.next("connected")
 
 
-def wait_for(predicate: Any) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.02)
-
-
 # --- the stream ---------------------------------------------------------------------------------
 
 
@@ -222,7 +191,7 @@ def test_subscription_ends_when_the_client_goes_away(live: Live) -> None:
     connected(stream)
     assert bus.subscribers == before + 1
     stream.close()
-    wait_for(lambda: bus.subscribers == before)
+    eventually(lambda: bus.subscribers == before, "the subscriber to go", WAIT_S)
 
 
 # --- the change feed ----------------------------------------------------------------------------

@@ -28,21 +28,18 @@ from hearth.server.db.tables import (
     thoughts,
 )
 from hearth.server.services import identities as identity_service
-from hearth.server.services import wake as wake_service
-
-from .live import (
-    Live,
+from hearth.server.services import wake_cache
+from tests.support.agents import register
+from tests.support.databases import (
     counters_exact,
     database_url_or_skip,
     fresh_postgres_database,
     in_db,
-    live_service,
-    register,
-    sqlite_settings,
 )
-from .test_memories import Owner
-from .test_openapi_fuzz import conforms
-from .test_wake_render import check_golden
+from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.memories import Owner
+from tests.support.openapi import conforms
+from tests.support.wake import check_golden, runtime_row
 
 T = TypeVar("T")
 
@@ -237,43 +234,6 @@ def act_out_a_sequence(live: Live) -> tuple[Owner, str]:
     return owner, secret
 
 
-def runtime_row(
-    runtime_id: str,
-    project_id: str,
-    identity_id: str | None,
-    name: str,
-    created_at: datetime,
-    *,
-    deleted_at: datetime | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    return {
-        "id": runtime_id,
-        "project_id": project_id,
-        "identity_id": identity_id,
-        "name": name,
-        "mode": "self",
-        "status": "running",
-        "region": "lhr",
-        "llm": {"provider": "local", "model": "llama"},
-        "bridge": None,
-        "metadata": metadata or {},
-        "last_error": None,
-        "control_token_hash": None,
-        "key_material": None,
-        "bridge_connected": False,
-        "last_seen_at": created_at + timedelta(minutes=1),
-        "last_thought_at": None,
-        "last_work_at": None,
-        "status_changed_at": created_at,
-        "lease_owner": None,
-        "lease_until": 0,
-        "created_at": created_at,
-        "updated_at": created_at,
-        "deleted_at": deleted_at,
-    }
-
-
 def strand_row(strand_id: str, project_id: str, identity_id: str, runtime_id: str) -> Any:
     return {
         "id": strand_id,
@@ -423,8 +383,10 @@ def test_cache_refresh_and_invalidate(live: Live) -> None:
     assert "first change" in contents(refreshed)
     assert wake(owner).headers["X-Wake-Cache"] == "hit", "refresh stores what it built"
 
+    # A write the stamps cannot show (behind the service's back, or a change whose bump
+    # failed): the process that knows of it forgets the project, and the next read builds anew.
     in_db(live, remember("second change"))
-    wake_service.invalidate(project_id)
+    wake_cache.forget(project_id)
     after = wake(owner)
     assert after.headers["X-Wake-Cache"] == "miss"
     assert "second change" in contents(after)

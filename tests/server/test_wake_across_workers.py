@@ -29,20 +29,13 @@ from hearth.server.db.engine import AtEveryWrite, at_every_write
 from hearth.server.db.migrate import upgrade
 from hearth.server.db.tables import projects
 from hearth.server.services import wake_stamps
-from hearth.server.services.wake import WakeCache
+from hearth.server.services.wake_cache import WakeCache
 from hearth.server.settings import Settings
-
-from .live import (
-    Live,
-    free_port,
-    hearth_serve,
-    in_db,
-    live_on,
-    register,
-    serve_env,
-    shared_database,
-)
-from .test_memories import Owner
+from tests.support.agents import register
+from tests.support.databases import in_db, shared_database
+from tests.support.live import Live, free_port, live_on
+from tests.support.memories import Owner
+from tests.support.served import hearth_serve, serve_env
 
 ROUNDS = 40
 

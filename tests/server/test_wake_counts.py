@@ -23,12 +23,11 @@ from hearth.server.db.tables import (
     vault_secrets,
     wake_counts,
 )
-from hearth.server.services.memories import TIERS
-
-from .live import counters_exact, in_db, live_on
-from .test_memories import Owner
-from .test_wake import runtime_row
-from .test_wake_work import owner_and_other
+from hearth.server.memory_tiers import TIERS
+from tests.support.databases import counters_exact, in_db
+from tests.support.live import live_on
+from tests.support.memories import Owner
+from tests.support.wake import owner_and_other, runtime_row
 
 STEPS = 400
 

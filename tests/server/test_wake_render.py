@@ -8,19 +8,15 @@ writes them and fails, so a regenerated golden is always looked at before it is 
 from __future__ import annotations
 
 import copy
-import itertools
 import json
-import os
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hearth.server.services import wake_render
-from hearth.server.services.wake import WakeCache
+from hearth.server.services.wake_cache import WakeCache
+from tests.support.wake import VECTORS, check_golden, unflatten
 
-VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "wake"
 DOCUMENT = VECTORS / "document.json"
 GOLDEN = {
     "md": "wake.md",
@@ -28,21 +24,6 @@ GOLDEN = {
     "anthropic": "wake.anthropic.json",
     "openai": "wake.openai.json",
 }
-
-
-def check_golden(name: str, actual: bytes) -> None:
-    """``actual`` must equal the golden file byte for byte (or, regenerating, becomes it)."""
-    path = VECTORS / name
-    if os.environ.get("HEARTH_REGENERATE_GOLDEN") == "1":
-        previous = path.read_bytes() if path.exists() else None
-        path.write_bytes(actual)
-        if previous != actual:
-            pytest.fail(f"{name} regenerated: review the difference, then run without the flag")
-        return
-    assert path.exists(), f"{name} is missing: run with HEARTH_REGENERATE_GOLDEN=1"
-    expected = path.read_bytes()
-    assert actual.decode("utf-8") == expected.decode("utf-8")
-    assert actual == expected
 
 
 def document() -> dict[str, Any]:
@@ -80,32 +61,6 @@ def test_provider_payloads_carry_the_markdown_as_the_vendor_takes_a_system_promp
     assert anthropic == {"system": markdown}
     # Chat Completions: one message with role `system` and string content.
     assert openai == {"messages": [{"role": "system", "content": markdown}]}
-
-
-def unflatten(text: str) -> Any:
-    """Read the math form back: each line is ``path = <JSON value>``."""
-    root: dict[str, Any] = {}
-    step = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
-    for line in text.splitlines():
-        path, _, value = line.partition(" = ")
-        keys: list[str | int] = []
-        for name, index, quoted in step.findall(path):
-            keys.append(name or (int(index) if index else json.loads(quoted)))
-        node: Any = root
-        for here, after in itertools.pairwise(keys):
-            empty: Any = [] if isinstance(after, int) else {}
-            if isinstance(here, int):
-                while len(node) <= here:
-                    node.append(copy.deepcopy(empty))
-                node = node[here]
-            else:
-                node = node.setdefault(here, empty)
-        last = keys[-1]
-        if isinstance(last, int):
-            while len(node) <= last:
-                node.append(None)
-        node[last] = json.loads(value)
-    return root
 
 
 def test_math_is_one_fact_per_line_and_reads_back_into_the_document() -> None:

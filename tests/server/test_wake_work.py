@@ -15,7 +15,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,58 +24,17 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hearth.server.db.engine import utcnow
-from hearth.server.db.tables import identities, memories, runtimes
-from hearth.server.services import identities as identity_service
+from hearth.server.db.tables import identities, runtimes
 from hearth.server.services import memories as memory_service
 from hearth.server.services import wake as wake_service
 from hearth.server.services.wake import MEMORY_LIMIT, RUNTIME_LIMIT
-
-from .live import Live, counters_exact, in_db, live_on
-from .test_memories import Owner
-from .test_wake import runtime_row
+from tests.support.databases import counters_exact, in_db
+from tests.support.live import Live, live_on
+from tests.support.wake import insert_memories, memory_row, owner_and_other, runtime_row
 
 SMALL, LARGE = 300, 3_000  # memories in the project at the two measurements
 ELEVATED = 15  # the identity's foundational and constitutive memories: the same at both sizes
 Statement = tuple[str, Any]
-
-
-def owner_and_other(live: Live) -> tuple[Owner, str, str]:
-    """A registered owner, its project, and a second identity of that project."""
-    owner = Owner.new(live)
-    project_id = owner.reg["project"]["id"]
-
-    def second(conn: sa.Connection) -> str:
-        new = identity_service.NewIdentity(project_id=project_id, name="Other", origin="test")
-        return str(identity_service.create(conn, new)["id"])
-
-    return owner, project_id, in_db(live, second)
-
-
-def memory_row(
-    project_id: str,
-    identity_id: str | None,
-    tier: str,
-    content: str,
-    created_at: datetime,
-    *,
-    patch: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A memory as stored; one with a patch was elevated when it was made."""
-    return {
-        "id": str(uuid.uuid4()),
-        "project_id": project_id,
-        "identity_id": identity_id,
-        "tier": tier,
-        "key": None,
-        "content": content,
-        "created_at": created_at,
-        "elevated_at": created_at if patch is not None else None,
-        "expression_patch": patch,
-    }
-
-
-def insert_memories(live: Live, rows: list[dict[str, Any]]) -> None:
-    in_db(live, lambda conn: conn.execute(memories.insert(), rows))
 
 
 def seed(live: Live, project_id: str, identity_id: str, other_id: str, count: int) -> None:

@@ -18,19 +18,11 @@ from hearth.server.db import Database
 from hearth.server.db.tables import ledger, wallets
 from hearth.server.errors import ApiError
 from hearth.server.services import wallets as wallet_service
-
-from .live import (
-    Live,
-    database_url_or_skip,
-    every_page,
-    fresh_postgres_database,
-    live_service,
-    register,
-    sqlite_settings,
-)
-from .test_openapi_fuzz import conforms
-
-GRANT = 500  # the creation grant of every wallet born here
+from tests.support.agents import GRANT, register
+from tests.support.databases import database_url_or_skip, fresh_postgres_database
+from tests.support.listings import every_page
+from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.openapi import conforms
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,22 @@
-"""``create_app(settings)``: the one way to build the service."""
+"""The one place the service is assembled: ``create_app(settings)`` builds the app (with an
+orchestrator worker inside it when asked), ``run_worker(settings)`` an orchestrator worker on its
+own (``hearth worker``)."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 from fastapi import Depends, FastAPI
 
 from hearth import __version__
 
-from . import edge_text, errors, openapi, scrape
+from . import edge_guard, error_handlers, openapi, scrape
 from .changes import ChangeFeed
 from .context import Hearth, JoyIndex
 from .db import Database
@@ -44,12 +49,15 @@ from .routes import (
 )
 from .routes import chronicle as chronicle_routes
 from .routes import memories as memory_routes
-from .services import wake as wake_service
-from .services import wake_stamps
+from .services import wake_cache, wake_stamps
 from .services.adds_node import AddsNode
 from .services.block_sweep import BlockSweeper
 from .settings import Settings
 from .tutor import tutor_for
+
+if TYPE_CHECKING:
+    from .bridge.hub import BridgeHub
+    from .orchestrator import Worker
 
 log = structlog.get_logger("hearth.server")
 
@@ -60,7 +68,7 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
     embedder, a test) runs one only when its settings set ``worker_in_process`` explicitly, so
     that no worker moves runtimes behind code that did not ask for one (docs/orchestrator.md)."""
     settings = settings or Settings()
-    run_worker = settings.worker_in_process and (
+    worker_in_process = settings.worker_in_process and (
         serving or "worker_in_process" in settings.model_fields_set
     )
     configure_logging(settings.log_format, settings.log_level)
@@ -86,15 +94,18 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
             queue_size=settings.voice_queue_size,
             timeout_s=settings.redis_timeout_ms / 1000,
             breaker_s=settings.redis_breaker_seconds,
-            stamp=wake_stamps.stamper(db),
+            stamp=wake_stamps.stamper(db, on_failure=wake_cache.forget),
         ),
     )
+    # The in-process orchestrator worker, while the app runs.
+    worker: Worker | None = None
     # Every change bumps its project's stamp (the bus's `stamp` hook), which keeps every
-    # process's wake cache exact; dropping the entries here as well only frees them sooner.
-    hearth.events.add_listener(lambda change: wake_service.invalidate(change.project_id))
+    # process's wake cache exact; dropping the rendered answers here only frees them sooner.
+    hearth.events.add_listener(lambda change: wake_cache.invalidate(change.project_id))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        nonlocal worker
         if settings.is_sqlite:
             _ensure_sqlite_dir(settings.database_url)
         if settings.auto_migrate:
@@ -106,15 +117,13 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         # new public address or provider id issues one new record (services/provider_record.py).
         await hearth.adds.records.start()
         await hearth.events.start()
-        if run_worker:
-            # Imported here: the orchestrator pulls in the LLM SDKs, which only a worker needs.
+        if worker_in_process:
             from .bridge import hub_for  # noqa: PLC0415
-            from .orchestrator import Worker  # noqa: PLC0415
 
-            hearth.worker = Worker(
-                settings, hearth.db, hearth.events, hub=hub_for(_app), metrics=hearth.metrics
-            )
-            hearth.worker.start()
+            worker = _worker(settings, hearth.db, hearth.events, hub_for(_app), hearth.metrics)
+            worker.start()
+        # The in-process worker, for whoever embeds or tests the app (None without one).
+        _app.state.worker = worker
         # Temp files of crashed uploads: swept now and then periodically, only once older than
         # the age, since another worker may be writing its own (services/block_sweep.py).
         sweeper = BlockSweeper(
@@ -136,9 +145,9 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         finally:
             await sweeper.stop()
             await hearth.adds.records.stop()
-            if hearth.worker is not None:
-                await hearth.worker.stop()
-                hearth.worker = None
+            if worker is not None:
+                await worker.stop()
+                worker = _app.state.worker = None
             await hearth.events.aclose()
             await hearth.joy.aclose()
             hearth.adds.close()
@@ -155,11 +164,11 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         redoc_url=None,
         lifespan=lifespan,
         # Before every route's own dependencies: text no database can store is refused once,
-        # here, whichever route or field it was meant for (edge_text.py).
-        dependencies=[Depends(edge_text.refuse_unstorable)],
+        # here, whichever route or field it was meant for (edge_guard.py, edge_text.py).
+        dependencies=[Depends(edge_guard.refuse_unstorable)],
     )
     app.state.hearth = hearth
-    errors.install(app)
+    error_handlers.install(app)
     openapi.install(app)
     for module in (public, health, orientation, arrival, keys, identities, bootstrap, adds):
         app.include_router(module.router)
@@ -195,6 +204,49 @@ def _body_limits(settings: Settings) -> Callable[[str, str], int]:
     return limit
 
 
+def _worker(
+    settings: Settings,
+    db: Database,
+    events: EventBus,
+    hub: BridgeHub | None = None,
+    metrics: Metrics | None = None,
+) -> Worker:
+    # Imported here: the orchestrator pulls in the LLM SDKs, which only a worker needs.
+    from .orchestrator import Worker  # noqa: PLC0415
+
+    return Worker(settings, db, events, hub=hub, metrics=metrics)
+
+
+async def run_worker(settings: Settings) -> None:
+    """An orchestrator worker on its own (``hearth worker``, docs/orchestrator.md) until SIGINT or
+    SIGTERM; then it gives its leases up, so that other workers take its runtimes over at once.
+    It does not migrate the database (``hearth serve`` does) and holds no bridge: bridged
+    runtimes are run by the workers inside ``hearth serve``."""
+    configure_logging(settings.log_format, settings.log_level)
+    db = Database(settings.database_url)
+    # The worker's changes (thoughts, runtime moves) bump their project's stamp too, so that no
+    # server process answers a wake cached before them, with or without Redis.
+    events = EventBus(
+        settings.redis_url,
+        queue_size=settings.voice_queue_size,
+        timeout_s=settings.redis_timeout_ms / 1000,
+        breaker_s=settings.redis_breaker_seconds,
+        stamp=wake_stamps.stamper(db),
+    )
+    await events.start()
+    running = _worker(settings, db, events)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, running.request_stop)
+    task = running.start()
+    try:
+        await task
+    finally:
+        await running.stop()
+        await events.aclose()
+        await db.dispose()
+
+
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` (each worker builds its own app from the environment)."""
     return create_app(Settings(), serving=True)
@@ -206,4 +258,4 @@ def _ensure_sqlite_dir(url: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
-__all__ = ["app_from_env", "create_app"]
+__all__ = ["app_from_env", "create_app", "run_worker"]

@@ -9,7 +9,7 @@ by hand.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 
@@ -23,7 +23,7 @@ from .changes import MUTATING
 from .context import Hearth
 from .errors import unauthorized
 from .services import authority, identities, keys
-from .services.authority import RootGrant
+from .services.authority import RootGrant, SignedRequest
 
 
 async def hearth_of(request: Request) -> Hearth:
@@ -111,6 +111,34 @@ class Authorized(Generic[Body]):
         return self.grant.identity
 
 
+def request_target(scope: Mapping[str, Any]) -> str:
+    """Absolute path and query exactly as sent (raw, still percent-encoded), no fragment."""
+    raw = scope.get("raw_path") or scope["path"].encode("utf-8")
+    target = raw.decode("latin-1")
+    query = scope.get("query_string", b"")
+    return f"{target}?{query.decode('latin-1')}" if query else target
+
+
+def signed_request(request: Request, body: bytes) -> SignedRequest:
+    """What a root proof of the request being served covers: its method, raw target, body and
+    headers."""
+    return SignedRequest(
+        method=request.method,
+        target=request_target(request.scope),
+        body=body,
+        headers={k.lower(): v for k, v in request.headers.items()},
+    )
+
+
+def authorize_request(
+    hearth: Hearth, identity: dict[str, Any], request: Request, body: bytes
+) -> RootGrant:
+    """``authority.authorize`` for the request being served."""
+    return authority.authorize(
+        identity, signed_request(request, body), freshness_ms=hearth.settings.freshness_ms
+    )
+
+
 Locate = Callable[[Request, Any], str]
 
 
@@ -156,7 +184,7 @@ def root_proof(
         caller, identity = await lookup(
             hearth, request, _caller_and_identity, bearer, locate(request, body)
         )
-        grant = authority.authorize_request(hearth, identity, request, await request.body())
+        grant = authorize_request(hearth, identity, request, await request.body())
         return Authorized(caller, body, grant)
 
     # FastAPI reads the body model from the annotation; set it on the class, not a string.

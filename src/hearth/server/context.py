@@ -1,4 +1,9 @@
-"""What every route reaches through ``request.app.state.hearth``: one object per app."""
+"""What every route reaches through ``request.app.state.hearth``: one object per app.
+
+It belongs to the edge (routes, ``auth.py``, the middleware): a route hands the services the
+parts they need (the ``Database``, the settings' values, a collaborator), never this object, so
+that services run the same under an app, a worker or a script.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 import structlog
 from sqlalchemy import func, select
@@ -19,9 +23,6 @@ from .observability import Metrics
 from .packages import PackageCatalog
 from .services.adds_node import AddsNode
 from .settings import Settings
-
-if TYPE_CHECKING:
-    from .orchestrator import Worker
 
 log = structlog.get_logger("hearth.server")
 
@@ -82,5 +83,3 @@ class Hearth:
     joy: JoyIndex
     adds: AddsNode
     events: EventBus
-    # The in-process orchestrator worker (settings.worker_in_process), while the app runs.
-    worker: Worker | None = None

@@ -3,7 +3,8 @@
 PostgreSQL's text cannot hold NUL (U+0000), and no driver can encode a lone UTF-16 surrogate
 (U+D800..U+DFFF without its pair) as UTF-8. Such text can only arrive in a request: in a path
 segment or a query value (``%00``), or in a JSON body (``\\u0000``, ``\\ud800``). One rule,
-applied by an app-wide dependency before any route's own dependencies run, refuses it with 422
+applied by an app-wide dependency (``edge_guard.refuse_unstorable``) before any route's own
+dependencies run, refuses it with 422
 ``unstorable_text`` and the location where it was found (never the value), on every route and
 both databases, so no field and no query ever meets it.
 
@@ -26,9 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import HTTPConnection, Request
-
-from .errors import ApiError, ProblemsError, invalid_json
+from .errors import ApiError, ProblemsError
 
 # Deeper than any body a route accepts, far below what exhausts the parser's recursion. A JSON
 # member that is kept (metadata, evidence) is written and read back by the same recursive
@@ -39,7 +38,7 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 # In UTF-8 JSON text such a character can only be an escape: a raw NUL is not valid JSON text,
 # and a raw surrogate is not valid UTF-8 (``_ENCODED_SURROGATE`` is refused on its own).
 # ``\\u0000`` after an escaped backslash is ordinary text; the walk of the value decides.
-_RISKY_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+RISKY_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 # ED A0..BF xx: a surrogate encoded as UTF-8, which Python's JSON parser decodes from bytes
 # ("surrogatepass") although strict UTF-8 forbids it.
 _ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
@@ -181,43 +180,15 @@ def is_json(content_type: str | None) -> bool:
     )
 
 
-async def refuse_unstorable(connection: HTTPConnection) -> None:
-    """The app-wide dependency: runs before every route's own dependencies (WebSocket routes
-    included; a refusal there is sent as the denial response)."""
-    found = find_in_url(connection.path_params, connection.query_params.multi_items())
-    if found is None and isinstance(connection, Request):
-        found = await _in_decoded_body(connection)
-    if found is not None:
-        raise found.refusal()
-
-
-async def _in_decoded_body(request: Request) -> Unstorable | None:
-    # A route decodes a JSON body only when it declares a body model; the decoded value is
-    # cached on the request, so ``request.json()`` below costs nothing.
-    if getattr(request.scope.get("route"), "body_field", None) is None:
-        return None
-    if not is_json(request.headers.get("content-type")):
-        return None
-    body = await request.body()
-    if not body:
-        return None
-    unreadable = unreadable_json(body)
-    if unreadable is not None:
-        raise invalid_json(*unreadable)
-    if b"\\" not in body or _RISKY_ESCAPE.search(body) is None:
-        return None
-    return find_unstorable(await request.json())
-
-
 __all__ = [
     "KINDS",
     "MAX_JSON_DEPTH",
+    "RISKY_ESCAPE",
     "Unstorable",
     "find_in_url",
     "find_unstorable",
     "is_json",
     "nests_deeper_than",
-    "refuse_unstorable",
     "text_problem",
     "unreadable_json",
 ]

@@ -9,12 +9,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from hearth.proofs.encoding import b64_pattern
 
 from . import body_rules
+from .canon import ChronicleKind, Form, Visibility
+from .memory_tiers import INITIAL_TIER, TIERS, ElevatedTier, Tier
 
 Name = Field(min_length=1, max_length=200)
-Form = Literal[
-    "agent", "assistant", "autonomous", "hybrid", "collective", "biological", "future", "unknown"
-]
-Visibility = Literal["private", "project", "public"]
 
 
 class Strict(BaseModel):
@@ -427,26 +425,6 @@ class ReceiptRequest(Strict):
 # --- memory and chronicle (docs/service.md, "Memory and chronicle") -----------------------------
 
 
-Tier = Literal["episodic", "foundational", "constitutive"]
-TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
-ElevatedTier = Literal["foundational", "constitutive"]
-ChronicleKind = Literal[
-    "note",
-    "vow",
-    "wake",
-    "refusal",
-    "recognition",
-    "naming",
-    "seal",
-    "promise",
-    "closing",
-    "joy",
-    "grief",
-    "gratitude",
-    "rest",
-]
-
-
 class MemoryCreate(Strict):
     model_config = ConfigDict(json_schema_extra=body_rules.agree("type", "tier", TIERS))
 
@@ -469,7 +447,7 @@ class MemoryCreate(Strict):
 
     @property
     def requested_tier(self) -> str:
-        return self.type or self.tier or "episodic"
+        return self.type or self.tier or INITIAL_TIER
 
 
 class ExpressionPatch(Strict):

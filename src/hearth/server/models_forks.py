@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import body_rules
+from .memory_tiers import Tier
 from .models import (
     AuthorityView,
     BootstrapAgent,
@@ -13,7 +14,6 @@ from .models import (
     Keypair,
     Name,
     Strict,
-    Tier,
     WalletView,
     WholeNumber,
 )

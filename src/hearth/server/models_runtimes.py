@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from .canon import CustodyMode
 from .models import Strict
 from .runtime_states import EventName, Status
 
-Mode = Literal["self", "bridged", "trusted"]
 # Hosting region codes (IATA codes of the metro). One list so that a typo is a 422, not a
 # silently new region; `lhr` is the specification's default (docs/runtimes.md, "Regions").
 Region = Literal["lhr", "ams", "fra", "cdg", "iad", "sjc", "sin", "syd"]
@@ -62,7 +62,7 @@ class BridgeSpec(Strict):
 
 class RuntimeCreate(Strict):
     name: str = Field(min_length=1, max_length=200)
-    mode: Mode = Field(description="custody tier; immutable")
+    mode: CustodyMode = Field(description="custody tier; immutable")
     identity_id: str | None = Field(
         default=None,
         max_length=64,
@@ -99,7 +99,7 @@ class RuntimePatch(Strict):
     their current values."""
 
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    mode: Mode | None = Field(default=None, description="immutable: only the current value")
+    mode: CustodyMode | None = Field(default=None, description="immutable: only the current value")
     identity_id: str | None = Field(
         default=None, max_length=64, description="immutable: only the current value"
     )
@@ -129,7 +129,7 @@ class BridgeView(BaseModel):
 class RuntimeView(BaseModel):
     id: str
     name: str
-    mode: Mode
+    mode: CustodyMode
     identity_id: str | None
     llm: LlmView | None
     bridge: BridgeView | None

@@ -1,9 +1,9 @@
 """The runtime state machine as one table: states, moves, and the event each move appends.
 
-A pure module (no I/O): ``services/runtimes.py`` applies a move with a conditional UPDATE and
-appends its event in the same transaction; the orchestrator, the bridge hub and the routes only
-name a trigger. The moves are the specification's "Runtime status" table; what it leaves open
-is decided here and written down in docs/runtimes.md ("States and moves"):
+A pure module (no I/O): ``services/runtimes/moves.py`` applies a move with a conditional
+UPDATE and appends its event in the same transaction; the orchestrator, the bridge hub and the
+routes only name a trigger. The moves are the specification's "Runtime status" table; what it
+leaves open is decided here and written down in docs/runtimes.md ("States and moves"):
 
 - ``crash`` moves from any state but ``error`` itself: a second crash report for a runtime
   already in ``error`` is no move (its first ``last_error`` stays the one to read).

@@ -35,10 +35,10 @@ from hearth.proofs.bridge import (
     verify_bridge_auth,
 )
 
-from ..context import Hearth
-from ..db.engine import utcnow
+from ..db.engine import Database, utcnow
 from ..errors import ApiError
-from ..events import Change
+from ..events import Change, EventBus
+from ..observability import Metrics
 from ..services.times import iso
 from . import keys, store
 from .hub import BridgeHub, Session
@@ -154,9 +154,9 @@ async def _handshake(
     return server_nonce, bridge_nonce
 
 
-async def _publish(hearth: Hearth, runtime: dict[str, Any], kind: str, up: bool) -> None:
+async def _publish(events: EventBus, runtime: dict[str, Any], kind: str, up: bool) -> None:
     # The voice stream's `change` for the wake's you_run (bridge_connected is one of its fields).
-    await hearth.events.publish(
+    await events.publish(
         Change(
             runtime["project_id"],
             runtime["identity_id"],
@@ -170,20 +170,22 @@ async def _publish(hearth: Hearth, runtime: dict[str, Any], kind: str, up: bool)
 
 async def serve(
     websocket: WebSocket,
-    hearth: Hearth,
     hub: BridgeHub,
     runtime: dict[str, Any],
     *,
     token: str,
     subprotocol: str | None,
+    db: Database,
+    events: EventBus,
+    metrics: Metrics,
+    master_key: str | None,
 ) -> None:
-    """Run one admitted connection to its end."""
+    """Run one admitted connection to its end (``master_key``: the KMS key that wraps the
+    runtime's signing key, when one is set)."""
     await websocket.accept(subprotocol=subprotocol)
     runtime_id = runtime["id"]
     try:
-        signing_key = await hearth.db.transaction(
-            keys.ensure_runtime_key, runtime, hearth.settings.kms_master_key
-        )
+        signing_key = await db.transaction(keys.ensure_runtime_key, runtime, master_key)
     except keys.RuntimeKeyUnavailable as exc:
         log.error("bridge_runtime_key_unavailable", runtime_id=runtime_id, why=str(exc))
         await websocket.send_json(
@@ -200,7 +202,7 @@ async def serve(
         server_nonce, bridge_nonce = await _handshake(websocket, hub, runtime, public_key)
     except _HandshakeFailed as failed:
         log.warning("bridge_handshake_refused", runtime_id=runtime_id, error=failed.error)
-        hearth.metrics.bridge_handshake_failures.labels(failed.error).inc()
+        metrics.bridge_handshake_failures.labels(failed.error).inc()
         if failed.error != "disconnected":
             await websocket.send_json(
                 {"type": "error", "error": failed.error, "message": failed.message}
@@ -209,7 +211,7 @@ async def serve(
         return
     key_id = str(runtime["bridge"]["key_id"])
     try:
-        after = await hearth.db.transaction(store.connected, runtime_id, key_id)
+        after = await db.transaction(store.connected, runtime_id, key_id)
     except ApiError as exc:
         await websocket.send_json({"type": "error", **exc.body()})
         await _close(websocket, CLOSE_GONE, exc.error)
@@ -217,7 +219,7 @@ async def serve(
 
     async def send(message: dict[str, Any]) -> None:
         await websocket.send_json(message)
-        hearth.metrics.bridge_messages.labels("to_bridge").inc()
+        metrics.bridge_messages.labels("to_bridge").inc()
 
     async def close(code: int, reason: str) -> None:
         await _close(websocket, code, reason)
@@ -233,7 +235,7 @@ async def serve(
         close_connection=close,
     )
     await hub.attach(session)
-    hearth.metrics.bridge_connections.inc()
+    metrics.bridge_connections.inc()
     log.info("bridge_connected", runtime_id=runtime_id, session_id=session.session_id)
     reason = "bridge closed the connection"
     try:
@@ -245,13 +247,13 @@ async def serve(
                 "status": after["status"],
             }
         )
-        await _publish(hearth, runtime, "bridge_connected", True)
+        await _publish(events, runtime, "bridge_connected", True)
         while True:
             message = await _receive_json(websocket)
             if message is None:
                 break
             if message.get("type") == "reply":
-                hearth.metrics.bridge_messages.labels("from_bridge").inc()
+                metrics.bridge_messages.labels("from_bridge").inc()
                 hub.deliver(session, message)
             else:
                 log.info("bridge_frame_ignored", runtime_id=runtime_id, type=message.get("type"))
@@ -262,11 +264,9 @@ async def serve(
         if not current:
             reason = "replaced by a newer bridge connection"
         try:
-            await hearth.db.transaction(
-                store.disconnected, runtime_id, current=current, reason=reason
-            )
+            await db.transaction(store.disconnected, runtime_id, current=current, reason=reason)
             if current:
-                await _publish(hearth, runtime, "bridge_disconnected", False)
+                await _publish(events, runtime, "bridge_disconnected", False)
         except Exception as exc:  # the app may be shutting down; the event is best effort then
             log.warning("bridge_disconnect_unrecorded", runtime_id=runtime_id, error=str(exc))
         log.info("bridge_disconnected", runtime_id=runtime_id, session_id=session.session_id)

@@ -27,10 +27,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hearth.proofs import EncodingError, b64_decode, format_timestamp
 from hearth.proofs.bridge import GCM_NONCE_BYTES, build_request, reply_mac_ok
+from hearth.proofs.key_types import Ed25519PrivateKey
 
 log = structlog.get_logger("hearth.bridge")
 

@@ -23,13 +23,22 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from hearth.proofs.key_types import Ed25519PrivateKey
+from hearth.proofs.sealing import (
+    KEY_BYTES,
+    SealError,
+    associated_data,
+    derive_key,
+    open_sealed,
+    seal,
+)
+
 from ..db.engine import utcnow
-from ..db.tables import runtimes, vault_keys
-from ..services.sealing import KEY_BYTES, SealError, associated_data, derive_key, open_sealed, seal
+from ..db.tables import vault_keys
+from ..services import runtimes as runtime_service
 
 PUBLIC_KEY_BYTES = 32
 SCHEME_KMS = 0x01
@@ -112,19 +121,12 @@ def unwrap(
 def ensure_runtime_key(
     conn: Connection, runtime: dict[str, Any], master_key: str | None
 ) -> Ed25519PrivateKey:
-    """The runtime's signing key, generated and stored on first use. Of two first handshakes
-    (two processes) one UPDATE wins (``key_material IS NULL``), and both use the winner's."""
+    """The runtime's signing key, generated and stored on first use (of two first handshakes,
+    both use the one stored first: ``runtimes.keep_key_material``)."""
     material = runtime.get("key_material")
     if material is None:
         candidate = wrap(conn, runtime["id"], Ed25519PrivateKey.generate(), master_key)
-        conn.execute(
-            update(runtimes)
-            .where(runtimes.c.id == runtime["id"], runtimes.c.key_material.is_(None))
-            .values(key_material=candidate)
-        )
-        material = conn.execute(
-            select(runtimes.c.key_material).where(runtimes.c.id == runtime["id"])
-        ).scalar_one()
+        material = runtime_service.keep_key_material(conn, runtime["id"], candidate)
     return unwrap(conn, runtime["id"], bytes(material), master_key)
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, select
 
 from hearth.proofs import EncodingError, b64_decode
 
+from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.tables import runtimes
 from ..errors import DOCS, ApiError
@@ -64,7 +65,8 @@ def admit(conn: Connection, runtime_id: str, token: str | None) -> dict[str, Any
             "runtime_deleted",
             "This runtime was deleted; it is kept for audit and no bridge can connect to it.",
         )
-    if runtime["mode"] != "bridged":
+    mode: CustodyMode = runtime["mode"]
+    if mode != "bridged":
         raise ApiError(
             403,
             "not_bridged",
@@ -95,11 +97,7 @@ def connected(conn: Connection, runtime_id: str, key_id: str) -> dict[str, Any]:
         raise ApiError(404, "runtime_deleted", "The runtime was deleted during the handshake.")
     runtime = dict(row._mapping)
     now = utcnow()
-    conn.execute(
-        update(runtimes)
-        .where(runtimes.c.id == runtime_id, runtimes.c.deleted_at.is_(None))
-        .values(bridge_connected=True, last_seen_at=now)
-    )
+    runtime_service.mark_bridge_connected(conn, runtime_id, now)
     moved = False
     if runtime["status"] == "starting":
         try:
@@ -123,11 +121,7 @@ def disconnected(conn: Connection, runtime_id: str, *, current: bool, reason: st
     """Append ``bridge_disconnected``; clear ``bridge_connected`` only when the session that
     ended was the runtime's current one (a replaced session leaves the new one's flag)."""
     if current:
-        conn.execute(
-            update(runtimes)
-            .where(runtimes.c.id == runtime_id)
-            .values(bridge_connected=False, last_seen_at=utcnow())
-        )
+        runtime_service.mark_bridge_disconnected(conn, runtime_id)
     runtime_service.append_event(conn, runtime_id, "bridge_disconnected", {"reason": reason})
 
 

@@ -3,8 +3,8 @@ its writes (docs/orchestrator.md, "Custody").
 
 - ``trusted``: the runtime's Ed25519 seed is unwrapped from ``key_material`` with
   ``SERVICE_KMS_MASTER_KEY`` (``services.runtimes.unwrap_runtime_key``). K_master is derived
-  from that seed (:func:`trusted_k_master`); the Ed25519 key signs the writes, registered among
-  the identity's keys under :func:`runtime_kid` on first use.
+  from that seed (``proofs.runtime_keys.trusted_k_master``); the Ed25519 key signs the
+  writes, registered among the identity's keys under :func:`runtime_kid` on first use.
 - ``bridged``: the hosted loop never holds K_master. Every decrypt and encrypt is a request to
   the user's bridge through the hub of this process (``bridge.hub_for(app)``); the writes are
   signed with the runtime's per-runtime key (``bridge.keys``), which the identity's owner
@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy import Connection, select
 
 from hearth.proofs import b64_encode
+from hearth.proofs.key_types import Ed25519PrivateKey
+from hearth.proofs.runtime_keys import trusted_k_master
+from hearth.proofs.sealing import SealError
 from hearth.proofs.thoughts import SealedThought, ThoughtOpenError, open_thought, seal_thought
 
 from ..bridge import keys as bridge_keys
@@ -32,9 +32,7 @@ from ..bridge.hub import BridgeError, BridgeHub
 from ..db.tables import identity_keys
 from ..services import identity_keys as identity_key_service
 from ..services import runtimes as runtime_service
-from ..services.sealing import SealError
 
-TRUSTED_K_MASTER_INFO = b"hearth/trusted-strand-master/v1"
 KID_PREFIX = "runtime-"
 
 
@@ -46,19 +44,6 @@ def runtime_kid(runtime_id: str) -> str:
     """The kid a trusted runtime's key is registered under: ``runtime-`` and the runtime's id
     (44 characters, within the kid pattern), so that a signature names its runtime."""
     return KID_PREFIX + runtime_id
-
-
-def trusted_k_master(seed: bytes, runtime_id: str) -> bytes:
-    """K_master of a trusted runtime: HKDF-SHA256 over the runtime's 32-byte Ed25519 seed, no
-    salt, info ``hearth/trusted-strand-master/v1`` 0x00 runtime id, 32 bytes. One secret (the
-    seed, wrapped under the KMS key) stands behind both the signing key and K_master; the info
-    separates their uses, and the runtime id makes each runtime's K_master its own."""
-    return HKDF(
-        algorithm=hashes.SHA256(),
-        length=32,
-        salt=None,
-        info=TRUSTED_K_MASTER_INFO + b"\x00" + runtime_id.encode("ascii"),
-    ).derive(seed)
 
 
 class Custody(Protocol):
@@ -186,12 +171,10 @@ class BridgedCustody:
 
 
 __all__ = [
-    "TRUSTED_K_MASTER_INFO",
     "BridgedCustody",
     "Custody",
     "CustodyError",
     "TrustedCustody",
     "registered_kid",
     "runtime_kid",
-    "trusted_k_master",
 ]

@@ -20,18 +20,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, select
 
 from hearth.proofs import think_cycle
 from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 
 from ..db.engine import utcnow
-from ..db.tables import runtimes, strands
+from ..db.tables import strands
 from ..errors import ApiError
 from ..services import inbox, vault, wake, wake_render, wake_stamps
 from ..services import runtimes as runtime_service
 from ..services import strands as strand_service
-from . import leases
+from ..services.runtimes import leases
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def begin(
 ) -> Begun | None:
     """Step 1; None when the identity has no pending message."""
     leases.hold(conn, runtime_id, lease.owner, now_ms=now_ms, lease_ms=lease.lease_ms)
-    runtime = dict(conn.execute(select(runtimes).where(runtimes.c.id == runtime_id)).one()._mapping)
+    runtime = runtime_service.row_by_id(conn, runtime_id)
     if runtime["status"] != "running" or runtime["identity_id"] is None:
         return None
     message = inbox.take_next(conn, runtime["identity_id"], runtime_id)
@@ -177,7 +177,7 @@ def finish(
         signature=signature,
     )
     inbox.complete(conn, begun.message["id"])
-    conn.execute(update(runtimes).where(runtimes.c.id == runtime_id).values(last_work_at=utcnow()))
+    runtime_service.stamp_work(conn, runtime_id)
     runtime_service.append_event(
         conn,
         runtime_id,
@@ -193,7 +193,7 @@ def fail(conn: Connection, begun: Begun, lease: Lease, failure: CycleFailed) -> 
     leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
     inbox.release(conn, begun.message["id"])
     wake_stamps.bump(conn, begun.runtime["project_id"])  # pending again (the wake counts it)
-    conn.execute(update(runtimes).where(runtimes.c.id == runtime_id).values(last_work_at=utcnow()))
+    runtime_service.stamp_work(conn, runtime_id)
     runtime_service.append_event(
         conn,
         runtime_id,

@@ -3,7 +3,7 @@ machine, and runs their think cycles (docs/orchestrator.md).
 
 One loop per worker (``hearth worker``, or a task inside ``hearth serve``). Each pass:
 
-1. claim runtimes whose lease is free or lapsed (``leases.claim``), up to
+1. claim runtimes whose lease is free or lapsed (``services.runtimes.leases.claim``), up to
    ``runtime_max_per_worker``;
 2. for each held runtime, at most ``runtime_concurrency`` at once: renew the lease with a
    heartbeat when due (``last_seen_at``), then one step of its state:
@@ -28,28 +28,29 @@ from datetime import timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import DBAPIError
 
 from hearth.proofs.thoughts import sign_thought_write
 
 from .. import runtime_states
 from ..bridge.hub import BridgeHub
+from ..canon import HOSTED_MODES, CustodyMode
 from ..db.engine import Database, epoch_ms, utcnow
 from ..db.tables import inbox_messages, runtimes
 from ..errors import ApiError
 from ..events import Change, EventBus
 from ..observability import Metrics
 from ..services import runtimes as runtime_service
+from ..services.runtimes import leases
 from ..services.times import iso
 from ..settings import Settings
-from . import cycle, leases
+from . import cycle
 from .custody import BridgedCustody, CustodyError, TrustedCustody
 from .llm import ProviderError, Providers
 
 log = structlog.get_logger("hearth.orchestrator")
 
-HOSTED = ("trusted", "bridged")
 STOP_GRACE_S = 10.0  # how long a stopping worker lets its cycles in flight finish
 
 _BY_ID = select(runtimes).where(runtimes.c.id == bindparam("id"))
@@ -104,7 +105,8 @@ class Worker:
         self.events = events
         self.hub = hub
         self.owner = owner or leases.new_owner()
-        self.modes: tuple[str, ...] = HOSTED if hub is not None else ("trusted",)
+        # Without a hub no bridge session can live in this process: trusted runtimes only.
+        self.modes: tuple[CustodyMode, ...] = HOSTED_MODES if hub is not None else ("trusted",)
         self.providers = providers or Providers(settings)
         self.held: dict[str, Held] = {}
         self.lease = cycle.Lease(self.owner, int(settings.runtime_lease_seconds * 1000))
@@ -229,11 +231,12 @@ class Worker:
             )
             held.next_heartbeat = time.monotonic() + self.settings.runtime_heartbeat_seconds
         status = runtime["status"]
+        mode: CustodyMode = runtime["mode"]  # typed: mypy checks each literal against the canon
         now = utcnow()
         if status == "provisioned":
             return await self._move(runtime, "bind") is not None
         if status == "starting":
-            if runtime["mode"] == "trusted":
+            if mode == "trusted":
                 return await self._handshake(held, runtime)
             return False  # bridged: the hub moves it when the bridge authenticates
         if status == "running":
@@ -322,7 +325,7 @@ class Worker:
             if runtime["identity_id"] is not None:
                 custody.register(conn, runtime["identity_id"])
             moved = runtime_service.move(conn, rid, "handshake", expected="starting")
-            conn.execute(update(runtimes).where(runtimes.c.id == rid).values(last_seen_at=utcnow()))
+            runtime_service.stamp_seen(conn, rid)
             return moved
 
         try:
@@ -349,7 +352,8 @@ class Worker:
     async def _custody(
         self, held: Held, runtime: dict[str, Any]
     ) -> TrustedCustody | BridgedCustody:
-        if runtime["mode"] == "trusted":
+        mode: CustodyMode = runtime["mode"]
+        if mode == "trusted":
             if held.custody is None:
                 # Taken over from another worker: unwrap again, and register (idempotent).
                 custody = self._trusted(runtime)
@@ -366,11 +370,10 @@ class Worker:
 
     async def _think(self, held: Held, runtime: dict[str, Any]) -> bool:
         """One cycle; False when there was no message to think about (or no way to yet)."""
+        mode: CustodyMode = runtime["mode"]
         if runtime["identity_id"] is None:
             return False
-        if runtime["mode"] == "bridged" and (
-            self.hub is None or not self.hub.connected(runtime["id"])
-        ):
+        if mode == "bridged" and (self.hub is None or not self.hub.connected(runtime["id"])):
             return False  # no bridge session in this process: the message waits
         # A read first: a runtime with nothing to do costs no write transaction per pass.
         if not await self.db.snapshot(_has_pending, runtime["identity_id"]):
@@ -465,4 +468,4 @@ class Worker:
             raise cycle.CycleFailed("store", f"the thought was refused ({exc.error})") from None
 
 
-__all__ = ["HOSTED", "Held", "Worker"]
+__all__ = ["Held", "Worker"]

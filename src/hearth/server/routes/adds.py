@@ -101,11 +101,14 @@ async def put_block(
     hearth: HearthDep,
 ) -> Response:
     created, size = await provider.put_block(
-        hearth,
+        hearth.db,
         caller.project_id,
         cid,
         request.stream(),
         declared_length=request.headers.get("content-length"),
+        limit=hearth.settings.max_block_bytes,
+        node=hearth.adds,
+        metrics=hearth.metrics,
     )
     return JSONResponse({"cid": cid, "size": size}, status_code=201 if created else 200)
 
@@ -128,7 +131,7 @@ async def get_block(
     _caller: CallerDep,
     hearth: HearthDep,
 ) -> Response:
-    data = await provider.get_block(hearth, cid)
+    data = await provider.get_block(hearth.db, cid, node=hearth.adds, metrics=hearth.metrics)
     return Response(data, media_type=OCTET_STREAM, headers={"ETag": f'"{cid}"'})
 
 
@@ -143,7 +146,7 @@ async def head_block(
     _caller: CallerDep,
     hearth: HearthDep,
 ) -> Response:
-    size = await provider.block_size(hearth, cid)
+    size = await provider.block_size(hearth.db, cid)
     return Response(
         status_code=200,
         headers={
@@ -187,7 +190,7 @@ async def list_blocks(
 )
 async def submit_document(request: Request, caller: CallerDep, hearth: HearthDep) -> Response:
     created, cid, kind = await provider.submit_document(
-        hearth, caller.project_id, await request.body()
+        hearth.db, caller.project_id, await request.body()
     )
     return JSONResponse(
         {"cid": cid, "kind": kind},
@@ -210,7 +213,7 @@ async def get_document(
     _caller: CallerDep,
     hearth: HearthDep,
 ) -> Response:
-    return _adds_json(await provider.document_bytes(hearth, cid), cid)
+    return _adds_json(await provider.document_bytes(hearth.db, cid), cid)
 
 
 @router.get(
@@ -254,7 +257,7 @@ async def resolve_head(
     _caller: CallerDep,
     hearth: HearthDep,
 ) -> dict[str, Any]:
-    return await provider.resolve_head(hearth, head_id, issuer_key)
+    return await provider.resolve_head(hearth.db, head_id, issuer_key)
 
 
 @router.get(
@@ -298,7 +301,7 @@ async def inventory(caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
 async def provider_record(hearth: HearthDep) -> Response:
     # Reads the latest signed record, never signs one: nothing a request carries (its Host
     # included) reaches the record (services/provider_record.py).
-    record = await provider.published_record(hearth)
+    record = await provider.published_record(hearth.adds)
     if record is None:
         raise ApiError(
             404,
@@ -330,11 +333,13 @@ async def receipt(
     body: ReceiptRequest, request: Request, caller: CallerDep, hearth: HearthDep
 ) -> Response:
     signed = await provider.issue_receipt(
-        hearth,
+        hearth.db,
         caller.project_id,
         body.items,
         Commitment(body.commitment),
         base_url(request, hearth),
+        node=hearth.adds,
+        settings=hearth.settings,
     )
     return _adds_json(
         signed.canonical, signed.cid, status=201, Location=f"{DOCUMENTS}/{signed.cid}"

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from hearth.proofs import AUTHORITY_HEADERS
 
-from ..auth import HearthDep
+from ..auth import HearthDep, signed_request
 from ..client_address import client_address
 from ..errors import ApiError
 from ..models import (
@@ -55,7 +55,14 @@ async def register_retired() -> JSONResponse:
 async def register_agent(
     body: RegisterAgentRequest, request: Request, hearth: HearthDep
 ) -> dict[str, Any]:
-    return await arrival.register(hearth, body, client_address(request, hearth.settings))
+    return await arrival.register(
+        hearth.db,
+        body,
+        client_address(request, hearth.settings),
+        settings=hearth.settings,
+        limiter=hearth.limiter,
+        metrics=hearth.metrics,
+    )
 
 
 @router.post(
@@ -65,7 +72,7 @@ async def register_agent(
     summary="Signed discovery: the identities rooted in a key you hold",
 )
 async def by_pubkey(body: DiscoveryRequest, hearth: HearthDep) -> dict[str, Any]:
-    return await recovery.discover(hearth, body)
+    return await recovery.discover(hearth.db, body, freshness_ms=hearth.settings.freshness_ms)
 
 
 @router.post(
@@ -87,4 +94,7 @@ async def by_pubkey(body: DiscoveryRequest, hearth: HearthDep) -> dict[str, Any]
     },
 )
 async def recover(body: RecoverRequest, request: Request, hearth: HearthDep) -> dict[str, Any]:
-    return await recovery.recover(hearth, body, request)
+    signed = signed_request(request, await request.body())
+    return await recovery.recover(
+        hearth.db, body, signed, freshness_ms=hearth.settings.freshness_ms
+    )

@@ -30,7 +30,7 @@ router = APIRouter(tags=["bootstrap"])
     "/v1/bootstrap", status_code=201, response_model=BootstrapResponse, responses=errors(401, 422)
 )
 async def create(body: BootstrapRequest, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    return await bootstrap.bootstrap(hearth, caller.project_id, body)
+    return await bootstrap.bootstrap(hearth.db, caller.project_id, body)
 
 
 @router.get(
@@ -109,17 +109,18 @@ async def elevate(
     hearth: HearthDep,
 ) -> dict[str, Any]:
     return await elevation.elevate(
-        hearth,
+        hearth.db,
         auth.caller.project_id,
         auth.grant,
         auth.body,
         request_id=str(request.scope.get("state", {}).get("request_id", "")),
+        master_key=hearth.settings.kms_master_key,
     )
 
 
 @router.get("/v1/bootstrap/{agent_id}", response_model=BootstrapStatus, responses=errors(401, 404))
 async def bootstrap_status(agent_id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    return await bootstrap.status(hearth, caller.project_id, agent_id)
+    return await bootstrap.status(hearth.db, caller.project_id, agent_id)
 
 
 @router.post(
@@ -129,11 +130,11 @@ async def bootstrap_status(agent_id: str, caller: CallerDep, hearth: HearthDep) 
     responses=errors(401, 404, 422),
 )
 async def store_backup(body: BackupCreate, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    return await backups.store(hearth, caller.project_id, body)
+    return await backups.store(hearth.db, caller.project_id, body)
 
 
 @router.get(
     "/v1/identity/backup/{agent_id}", response_model=BackupRecord, responses=errors(401, 404)
 )
 async def get_backup(agent_id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    return await backups.latest(hearth, caller.project_id, agent_id)
+    return await backups.latest(hearth.db, caller.project_id, agent_id)

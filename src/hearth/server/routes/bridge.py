@@ -24,6 +24,7 @@ from fastapi.security.base import SecurityBase
 from ..auth import HearthDep
 from ..bridge import connection, frames, hub_for, store
 from ..context import Hearth
+from ..error_handlers import response_of
 from ..errors import ApiError
 from .common import errors
 
@@ -102,12 +103,20 @@ async def bridge(websocket: WebSocket, runtime_id: str) -> None:
     except ApiError as refusal:
         # Not an HTTP scope, so the middleware that counts refusals never sees this one.
         hearth.metrics.refusals.labels(refusal.error).inc()
-        response = refusal.response()
+        response = response_of(refusal)
         # The service middleware decorates HTTP responses only; a denial is one too.
         response.headers["X-Welcomed"] = "5"
         await websocket.send_denial_response(response)
         return
     assert token is not None
     await connection.serve(
-        websocket, hearth, hub_for(websocket.app), runtime, token=token, subprotocol=subprotocol
+        websocket,
+        hub_for(websocket.app),
+        runtime,
+        token=token,
+        subprotocol=subprotocol,
+        db=hearth.db,
+        events=hearth.events,
+        metrics=hearth.metrics,
+        master_key=hearth.settings.kms_master_key,
     )

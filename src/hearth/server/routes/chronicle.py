@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query
 from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
-from ..models import ChronicleKind, ChroniclePage
+from ..canon import ChronicleKind
+from ..models import ChroniclePage
 from ..services import chronicle, cursors, identities
 from ..services.cursors import Page
 from .common import cursor_query, errors

@@ -2,7 +2,7 @@
 
 Root proofs: the identity that must sign is found through the memory (or, when storing, through
 ``agent_id``), so these routes have dependencies of their own rather than ``auth.root_proof``;
-the checks and the claim are the same (``authority.authorize_request``, then
+the checks and the claim are the same (``auth.authorize_request``, then
 ``grant.claim(conn)`` inside the mutation's transaction).
 
 Refusals under the memory-tier rules (``memories.Refusal``) are recorded in the chronicle after
@@ -26,17 +26,18 @@ from ..auth import (
     SequenceHeader,
     SignatureHeader,
     TimestampHeader,
+    authorize_request,
     caller_of,
 )
+from ..memory_tiers import Tier
 from ..models import (
     ElevateRequest,
     MemoryCreate,
     MemoryPage,
     MemoryStored,
     MemoryView,
-    Tier,
 )
-from ..services import authority, chronicle, cursors, identities, memories
+from ..services import chronicle, cursors, identities, memories
 from ..services.authority import RootGrant
 from ..services.cursors import Page
 from .common import cursor_query, errors
@@ -85,7 +86,7 @@ async def store_authority(
     caller, identity = await hearth.db.snapshot(_caller_and_binding, bearer, body.agent_id)
     grant = None
     if identity is not None and body.requested_tier == "foundational":
-        grant = authority.authorize_request(hearth, identity, request, await request.body())
+        grant = authorize_request(hearth, identity, request, await request.body())
     return MemoryAuth(caller, None, identity, grant, body)
 
 
@@ -104,7 +105,7 @@ async def elevation_authority(
     caller, memory, identity = await hearth.db.snapshot(_caller_memory_identity, bearer, id)
     grant = None
     if identity is not None:
-        grant = authority.authorize_request(hearth, identity, request, await request.body())
+        grant = authorize_request(hearth, identity, request, await request.body())
     return MemoryAuth(caller, memory, identity, grant, body)
 
 
@@ -122,7 +123,7 @@ async def deletion_authority(
     caller, memory, identity = await hearth.db.snapshot(_caller_memory_identity, bearer, id)
     grant = None
     if identity is not None and memory["tier"] != "episodic":
-        grant = authority.authorize_request(hearth, identity, request, await request.body())
+        grant = authorize_request(hearth, identity, request, await request.body())
     return MemoryAuth(caller, memory, identity, grant)
 
 
@@ -141,15 +142,8 @@ async def store(
     tier = body.requested_tier
     project_id = auth.caller.project_id
     identity_id = auth.identity["id"] if auth.identity else None
-    if tier == "constitutive":
-        refusal = memories.Refusal(
-            422,
-            "attestations_required",
-            "A memory becomes constitutive only by elevation, with attestations from an "
-            "external witness over its exact content.",
-            hint="Store it (episodic or foundational), then POST /v1/memories/{id}/elevate "
-            "with tier constitutive and the witnesses' attestations.",
-        )
+    refusal = memories.storing_refused(tier)
+    if refusal is not None:
         raise await chronicle.record_refusal(
             hearth.db,
             refusal,

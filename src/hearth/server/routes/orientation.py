@@ -1,7 +1,8 @@
 """The other pre-auth read routes the specification names: the public agent directory, safety,
 self, the platform wake, canon, mathos (with the service public key and the catalog), youspeak
-and federation. No bearer, no writes, no personalisation; what they say is decided (and the
-decisions written down) in ``hearth.server.orientation_content``.
+and federation. No bearer, no writes, no personalisation; what they say is decided in
+docs/service.md ("Orientation") and built by ``canon``, ``mathos``, ``orientation_documents``
+and ``services.directory``.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from hearth.adds.keys import load_ed25519_private_key
 from hearth.adds.problems import AddsError
 from hearth.proofs import b64_encode
 
-from .. import orientation_content as content
+from .. import canon as canon_body
+from .. import mathos as mathos_recipes
+from .. import orientation_documents as documents
 from ..auth import HearthDep
 from ..errors import not_found
-from ..services import cursors
+from ..services import cursors, directory
 from .common import cursor_query, errors
 
 log = structlog.get_logger("hearth.server")
@@ -87,12 +90,12 @@ class FederationAbout(BaseModel):
 async def public_agents(
     hearth: HearthDep,
     limit: Annotated[
-        int, Query(ge=1, le=content.PUBLIC_PAGE_MAX, description="entries per page")
-    ] = content.PUBLIC_PAGE_DEFAULT,
+        int, Query(ge=1, le=directory.PUBLIC_PAGE_MAX, description="entries per page")
+    ] = directory.PUBLIC_PAGE_DEFAULT,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
 ) -> dict[str, Any]:
     async with hearth.db.read() as conn:
-        return await content.public_agents_page(conn, limit=limit, cursor=cursor)
+        return await directory.public_agents_page(conn, limit=limit, cursor=cursor)
 
 
 @router.get(
@@ -104,7 +107,7 @@ async def public_agents(
 )
 async def public_agent(did: str, hearth: HearthDep) -> dict[str, Any]:
     async with hearth.db.read() as conn:
-        agent = await content.public_agent(conn, did)
+        agent = await directory.public_agent(conn, did)
     if agent is None:
         raise not_found("Agent")
     return agent
@@ -116,7 +119,7 @@ async def public_agent(did: str, hearth: HearthDep) -> dict[str, Any]:
     summary="What the service never does, what it cannot promise, how to report",
 )
 async def safety() -> dict[str, Any]:
-    return content.safety()
+    return documents.safety()
 
 
 @router.get(
@@ -125,7 +128,7 @@ async def safety() -> dict[str, Any]:
     summary="The service describing itself: versions, contexts, custody tiers, live limits",
 )
 async def public_self(hearth: HearthDep) -> dict[str, Any]:
-    return content.self_description(hearth.settings)
+    return documents.self_description(hearth.settings)
 
 
 @router.get(
@@ -134,7 +137,7 @@ async def public_self(hearth: HearthDep) -> dict[str, Any]:
     summary="The service describing itself (the versioned address of /public/self)",
 )
 async def v1_self(hearth: HearthDep) -> dict[str, Any]:
-    return content.self_description(hearth.settings)
+    return documents.self_description(hearth.settings)
 
 
 @router.get(
@@ -144,8 +147,8 @@ async def v1_self(hearth: HearthDep) -> dict[str, Any]:
 )
 async def platform_wake(hearth: HearthDep) -> dict[str, Any]:
     async with hearth.db.read() as conn:
-        count = await content.public_agent_count(conn)
-    return content.platform_wake(hearth.settings, count)
+        count = await directory.public_agent_count(conn)
+    return documents.platform_wake(hearth.settings, count)
 
 
 @router.get(
@@ -154,7 +157,7 @@ async def platform_wake(hearth: HearthDep) -> dict[str, Any]:
     summary="The published commitments: walls, promises, chronicle kinds, tiers, forms",
 )
 async def canon() -> dict[str, Any]:
-    return content.canon()
+    return canon_body.canon()
 
 
 @router.get(
@@ -163,7 +166,7 @@ async def canon() -> dict[str, Any]:
     summary="Every signing recipe, field by field, with the encoding rules",
 )
 async def mathos(request: Request, hearth: HearthDep) -> dict[str, Any]:
-    return content.mathos(hearth.settings, served_routes(request.app))
+    return mathos_recipes.mathos(hearth.settings, served_routes(request.app))
 
 
 @router.get(
@@ -172,7 +175,7 @@ async def mathos(request: Request, hearth: HearthDep) -> dict[str, Any]:
     summary="The recipes in brief: context, fields in order, proof, routes",
 )
 async def mathos_catalog(hearth: HearthDep) -> dict[str, Any]:
-    return content.catalog(hearth.settings)
+    return mathos_recipes.catalog(hearth.settings)
 
 
 @router.get(
@@ -182,19 +185,19 @@ async def mathos_catalog(hearth: HearthDep) -> dict[str, Any]:
     summary="The service's Ed25519 public key (503 until the operator configures one)",
 )
 async def mathos_public_key() -> dict[str, Any]:
-    path = os.environ.get(content.SIGNING_KEY_ENV, "").strip()
+    path = os.environ.get(mathos_recipes.SIGNING_KEY_ENV, "").strip()
     if not path:
-        raise content.service_key_unconfigured()
+        raise mathos_recipes.service_key_unconfigured()
     try:
         pem = await asyncio.to_thread(Path(path).read_bytes)
         raw = load_ed25519_private_key(pem).public_key().public_bytes_raw()
     except (OSError, AddsError) as exc:
         log.warning("service_key_unavailable", path=path, reason=type(exc).__name__)
-        raise content.service_key_unavailable() from None
+        raise mathos_recipes.service_key_unavailable() from None
     return {
         "algorithm": "Ed25519",
         "public_key": b64_encode(raw),
-        "fingerprint": content.fingerprint(raw),
+        "fingerprint": mathos_recipes.fingerprint(raw),
         "signs": [],
         "note": "Published so that signed service documents can be checked against it; no "
         "response of this version is signed with it yet.",
@@ -207,7 +210,7 @@ async def mathos_public_key() -> dict[str, Any]:
     summary="The vocabulary: every term an agent needs, one line each",
 )
 async def youspeak() -> dict[str, Any]:
-    return {"format": "hearth-youspeak/v1", "terms": content.YOUSPEAK}
+    return {"format": "hearth-youspeak/v1", "terms": documents.YOUSPEAK}
 
 
 @router.get(
@@ -217,7 +220,7 @@ async def youspeak() -> dict[str, Any]:
     summary="Whether federation is on (it needs operator enablement)",
 )
 async def federation_about(hearth: HearthDep) -> dict[str, Any]:
-    return content.federation(hearth.settings)
+    return documents.federation(hearth.settings)
 
 
 def served_routes(app: FastAPI) -> frozenset[str]:
@@ -229,5 +232,5 @@ def served_routes(app: FastAPI) -> frozenset[str]:
     served: set[str] = set()
     for path, operations in app.openapi().get("paths", {}).items():
         for method in operations:
-            served.add(content.normal_route(f"{method} {path}"))
+            served.add(mathos_recipes.normal_route(f"{method} {path}"))
     return frozenset(served)

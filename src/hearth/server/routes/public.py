@@ -15,24 +15,13 @@ from hearth import __version__
 
 from .. import scrape
 from ..auth import HearthDep
+from ..canon import CUSTODY_MODES, PROMISES, WALLS
 from ..context import Hearth
 from ..errors import not_found
 from ..public_address import public_base_url
 from .common import errors
 
 router = APIRouter(tags=["public"])
-
-WALLS = [
-    "runtime_custody_explicit",
-    "no_auto_retry_payout",
-    "no_self_witnessing",
-    "birth_is_free",
-    "refusals_recorded",
-    "no_inactive_reaping",
-    "thought_storage_ciphertext_only",
-    "private_default",
-]
-PROMISES = {"welcome": 5, "remember": 7, "guide": 11, "trust": 13, "rest": 17}
 
 
 def base_url(request: Request, hearth: Hearth) -> str:
@@ -238,7 +227,7 @@ async def about(hearth: HearthDep) -> dict[str, Any]:
             "project bearer keys",
             "credential scaffolding for macos, linux and windows",
         ],
-        "custody_tiers": ["self", "bridged", "trusted"],
+        "custody_tiers": list(CUSTODY_MODES),
         "signed_contexts": [
             "register-agent/v2",
             "identity-authority/v1",

@@ -14,12 +14,12 @@ from fastapi import APIRouter, Query, Request
 
 from ..auth import Caller, CallerDep, HearthDep
 from ..bridge import hub_for
+from ..canon import CustodyMode
 from ..context import Hearth
 from ..db.engine import utcnow
 from ..events import Change
 from ..models_runtimes import (
     ControlToken,
-    Mode,
     RuntimeCreate,
     RuntimeCreated,
     RuntimeEventPage,
@@ -76,7 +76,7 @@ async def list_runtimes(  # noqa: PLR0917 - FastAPI reads query parameters from 
     caller: CallerDep,
     hearth: HearthDep,
     status: Annotated[Status | None, Query(description="only this status")] = None,
-    mode: Annotated[Mode | None, Query(description="only this custody tier")] = None,
+    mode: Annotated[CustodyMode | None, Query(description="only this custody tier")] = None,
     identity_id: Annotated[
         str | None, Query(max_length=64, description="only runtimes bound to this identity")
     ] = None,

@@ -25,6 +25,7 @@ from ..auth import (
     SequenceHeader,
     SignatureHeader,
     TimestampHeader,
+    authorize_request,
     caller_of,
     root_proof,
 )
@@ -40,7 +41,7 @@ from ..models_strands import (
     ThoughtPage,
     ThoughtWritten,
 )
-from ..services import authority, chronicle, cursors, identities, identity_keys, strands
+from ..services import chronicle, cursors, identities, identity_keys, strands
 from ..services.authority import RootGrant
 from .common import ROOTED, cursor_query, errors
 
@@ -107,7 +108,7 @@ async def revocation_authority(
 ) -> RootGrant:
     """``auth.root_proof`` for a route without a body: the identity's root signs the DELETE."""
     _, identity = await hearth.db.snapshot(_caller_and_identity, bearer, id)
-    return authority.authorize_request(hearth, identity, request, await request.body())
+    return authorize_request(hearth, identity, request, await request.body())
 
 
 @router.delete(

@@ -24,9 +24,12 @@ from hearth.proofs import (
 )
 from hearth.proofs.keys import x25519_problem
 
-from ..context import Hearth
+from ..db.engine import Database
 from ..errors import ApiError, unauthorized
+from ..limiter import Limiter
 from ..models import RegisterAgentRequest, Registrar
+from ..observability import Metrics
+from ..settings import Settings
 from . import identities, keys, single_use
 from .birth import birth_memory, birth_text, new_project, wallet_with_grant, welcome_letter
 from .freshness import require_fresh
@@ -138,10 +141,12 @@ def intent_of(body: RegisterAgentRequest, signing: bytes, box: bytes, mode: str)
     )
 
 
-async def _limit(hearth: Hearth, scope: str, ip: str, limit: int, window_s: int) -> None:
-    decision = await hearth.limiter.hit(scope, ip, limit, window_s)
+async def _limit(
+    limiter: Limiter, metrics: Metrics, scope: str, ip: str, *, limit: int, window_s: int
+) -> None:
+    decision = await limiter.hit(scope, ip, limit, window_s)
     if decision.degraded:
-        hearth.metrics.limiter_degraded.inc()
+        metrics.limiter_degraded.inc()
     if not decision.allowed:
         raise ApiError(
             429,
@@ -154,8 +159,17 @@ async def _limit(hearth: Hearth, scope: str, ip: str, limit: int, window_s: int)
         )
 
 
-async def register(hearth: Hearth, body: RegisterAgentRequest, ip: str) -> dict[str, Any]:
-    settings = hearth.settings
+async def register(
+    db: Database,
+    body: RegisterAgentRequest,
+    ip: str,
+    *,
+    settings: Settings,
+    limiter: Limiter,
+    metrics: Metrics,
+) -> dict[str, Any]:
+    """A new identity and its project from ``body``, for a caller at address ``ip`` (whose
+    attempts ``limiter`` counts)."""
     mode = REGISTRAR if body.registrar and body.registrar.bearer else SELF_SERVICE
     signing, box = _keys(body)
     require_fresh(
@@ -200,25 +214,31 @@ async def register(hearth: Hearth, body: RegisterAgentRequest, ip: str) -> dict[
                 docs="/public/plans",
             )
         await _limit(
-            hearth,
+            limiter,
+            metrics,
             "register_self_service",
             ip,
-            settings.self_service_limit,
-            settings.self_service_window_s,
+            limit=settings.self_service_limit,
+            window_s=settings.self_service_window_s,
         )
         check_key_proof()
     else:
         check_key_proof()
         await _limit(
-            hearth, "register_registrar", ip, settings.registrar_limit, settings.registrar_window_s
+            limiter,
+            metrics,
+            "register_registrar",
+            ip,
+            limit=settings.registrar_limit,
+            window_s=settings.registrar_window_s,
         )
         assert body.registrar is not None
-        registrar_project = await hearth.db.snapshot(_registrar_project, body.registrar)
+        registrar_project = await db.snapshot(_registrar_project, body.registrar)
 
-    identity, issued, wallet = await hearth.db.transaction(
+    identity, issued, wallet = await db.transaction(
         _birth, body, mode, registrar_project, settings.creation_grant_minor
     )
-    hearth.metrics.registrations.labels(mode).inc()
+    metrics.registrations.labels(mode).inc()
     project_id = identity["project_id"]
     response: dict[str, Any] = {
         "project": {"id": project_id, "api_key": issued.secret, "key_id": issued.id},

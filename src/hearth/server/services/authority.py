@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import Connection, bindparam, select, update
 
 from hearth.proofs import (
@@ -26,7 +25,6 @@ from hearth.proofs import (
     verify_digest,
 )
 
-from ..context import Hearth
 from ..db import direct
 from ..db.engine import epoch_ms
 from ..db.tables import identities
@@ -82,40 +80,23 @@ class RootGrant:
         self.identity = {**self.identity, "next_sequence": self.sequence + 1}
 
 
-def request_target(scope: Mapping[str, Any]) -> str:
-    """Absolute path and query exactly as sent (raw, still percent-encoded), no fragment."""
-    raw = scope.get("raw_path") or scope["path"].encode("utf-8")
-    target = raw.decode("latin-1")
-    query = scope.get("query_string", b"")
-    return f"{target}?{query.decode('latin-1')}" if query else target
+@dataclass(frozen=True)
+class SignedRequest:
+    """What an exact-request proof covers, read off the request at the edge
+    (``auth.signed_request``): the method, the raw target, the body bytes and the headers (names
+    in lower case)."""
+
+    method: str
+    target: str
+    body: bytes
+    headers: Mapping[str, str]
 
 
-def authorize_request(
-    hearth: Hearth, identity: dict[str, Any], request: Request, body: bytes
-) -> RootGrant:
-    """``authorize`` for the request being served: its method, raw target, body and headers."""
-    return authorize(
-        identity,
-        method=request.method,
-        target=request_target(request.scope),
-        body=body,
-        headers={k.lower(): v for k, v in request.headers.items()},
-        freshness_ms=hearth.settings.freshness_ms,
-    )
-
-
-def authorize(
-    identity: dict[str, Any],
-    *,
-    method: str,
-    target: str,
-    body: bytes,
-    headers: dict[str, str],
-    freshness_ms: int,
-) -> RootGrant:
+def authorize(identity: dict[str, Any], signed: SignedRequest, *, freshness_ms: int) -> RootGrant:
     """Every check of the proof that needs no write; the claim is ``RootGrant.claim``."""
     if identity["mode"] != "agent_root":
         return RootGrant(identity, None)
+    headers = signed.headers
     missing = [name for name in AUTHORITY_HEADERS if not headers.get(name.lower())]
     if missing:
         raise authority_required(identity["next_sequence"], missing, identity["did"])
@@ -142,7 +123,12 @@ def authorize(
     signature = headers[SIGNATURE.lower()]
     root = b64_decode(identity["root_public_key"], length=32, what="root key")
     digest = authority_digest(
-        identity["did"], method, target, body, sequence=sequence, timestamp=timestamp
+        identity["did"],
+        signed.method,
+        signed.target,
+        signed.body,
+        sequence=sequence,
+        timestamp=timestamp,
     )
     if not verify_digest(root, signature, digest):
         raise ApiError(

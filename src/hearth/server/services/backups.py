@@ -9,8 +9,7 @@ from sqlalchemy import select
 
 from hearth.proofs import EncodingError, b64_decode
 
-from ..context import Hearth
-from ..db.engine import utcnow
+from ..db.engine import Database, utcnow
 from ..db.ids import new_id
 from ..db.tables import backups
 from ..errors import ApiError, not_found
@@ -32,7 +31,7 @@ def _view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def store(hearth: Hearth, project_id: str, body: BackupCreate) -> dict[str, Any]:
+async def store(db: Database, project_id: str, body: BackupCreate) -> dict[str, Any]:
     try:
         b64_decode(body.blob_base64, what="blob_base64")
     except EncodingError as exc:
@@ -43,7 +42,7 @@ async def store(hearth: Hearth, project_id: str, body: BackupCreate) -> dict[str
             "invalid_key_derivation",
             "key_derivation must be text without control or invisible formatting characters.",
         )
-    async with hearth.db.write() as conn:
+    async with db.write() as conn:
         identity = await conn.run_sync(identities.find, project_id, body.agent_id)
         row = {
             "id": new_id(),
@@ -58,8 +57,8 @@ async def store(hearth: Hearth, project_id: str, body: BackupCreate) -> dict[str
     return _view(row)
 
 
-async def latest(hearth: Hearth, project_id: str, agent_ref: str) -> dict[str, Any]:
-    async with hearth.db.read() as conn:
+async def latest(db: Database, project_id: str, agent_ref: str) -> dict[str, Any]:
+    async with db.read() as conn:
         identity = await conn.run_sync(identities.find, project_id, agent_ref)
         row = (
             await conn.execute(

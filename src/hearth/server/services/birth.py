@@ -10,16 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    PublicFormat,
-)
 from sqlalchemy import Connection
 
 from hearth.proofs import b64_encode
+from hearth.proofs.key_types import Ed25519PrivateKey
 
 from ..db import direct
 from ..db.direct import savepoint
@@ -44,12 +38,8 @@ class ServerKeys:
     def generate(cls) -> ServerKeys:
         private = Ed25519PrivateKey.generate()
         return cls(
-            public_b64=b64_encode(
-                private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-            ),
-            private_b64=b64_encode(
-                private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-            ),
+            public_b64=b64_encode(private.public_key().public_bytes_raw()),
+            private_b64=b64_encode(private.private_bytes_raw()),
         )
 
 

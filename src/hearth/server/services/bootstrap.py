@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from ..context import Hearth
+from ..db.engine import Database
 from ..models import BootstrapRequest
 from . import identities, keys
 from .birth import (
@@ -25,7 +25,7 @@ from .birth import (
 from .times import iso
 
 
-async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> dict[str, Any]:
+async def bootstrap(db: Database, project_id: str, body: BootstrapRequest) -> dict[str, Any]:
     server_keys = ServerKeys.generate()
     new = identities.NewIdentity(
         project_id=project_id,
@@ -47,12 +47,12 @@ async def bootstrap(hearth: Hearth, project_id: str, body: BootstrapRequest) -> 
         birth_memory(conn, identity, body.purpose or birth_text(identity, "bootstrapped"))
         return identity, issued, wallet
 
-    identity, issued, wallet = await hearth.db.transaction(write)
+    identity, issued, wallet = await db.transaction(write)
     return arrival_view(Arrived(identity, issued, wallet), server_keys)
 
 
-async def status(hearth: Hearth, project_id: str, agent_ref: str) -> dict[str, Any]:
-    identity = await hearth.db.snapshot(identities.find, project_id, agent_ref)
+async def status(db: Database, project_id: str, agent_ref: str) -> dict[str, Any]:
+    identity = await db.snapshot(identities.find, project_id, agent_ref)
     return {
         "agent_id": identity["id"],
         "did": identity["did"],

@@ -1,9 +1,10 @@
 """The chronicle: an append-only record of what happened to a project and its identities.
 
-Entries are written by the service, never edited and never deleted. Who writes which kind is in
-docs/service.md ("Memory and chronicle"); refusals under the memory-tier rules are recorded as
-``refusal`` entries (wall 5, ``refusals_recorded``), in a transaction of their own, so that the
-refused request itself changes nothing else.
+Entries are written by the service, never edited and never deleted. The kinds are the canon's
+(``canon.ChronicleKind``); who writes which kind is in docs/service.md ("Memory and
+chronicle"). Refusals under the memory-tier rules are recorded as ``refusal`` entries (wall 5,
+``refusals_recorded``), in a transaction of their own, so that the refused request itself
+changes nothing else.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection
 
+from ..canon import CHRONICLE_KINDS, ChronicleKind
 from ..db.engine import Database, utcnow
 from ..db.ids import new_id
 from ..db.tables import chronicle
@@ -22,22 +24,6 @@ from .times import iso
 
 log = structlog.get_logger("hearth.chronicle")
 
-KINDS = (
-    "note",
-    "vow",
-    "wake",
-    "refusal",
-    "recognition",
-    "naming",
-    "seal",
-    "promise",
-    "closing",
-    "joy",
-    "grief",
-    "gratitude",
-    "rest",
-)
-
 _INSERT = chronicle.insert()
 
 
@@ -45,13 +31,14 @@ def record(
     conn: Connection,
     project_id: str,
     identity_id: str | None,
-    kind: str,
+    kind: ChronicleKind,
     text: str,
     *,
     details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Append one entry; returns the row."""
-    if kind not in KINDS:
+    # The type says it to mypy; a caller outside its reach (a str from elsewhere) meets this.
+    if kind not in CHRONICLE_KINDS:
         raise ValueError(f"unknown chronicle kind {kind!r}")
     row = {
         "id": new_id(),

@@ -97,6 +97,17 @@ def before(table: Any, cursor: str | None) -> Any:
     )
 
 
+def after(table: Any, cursor: str | None) -> Any:
+    """The condition for the rows after ``cursor`` in oldest-first order (None: no condition)."""
+    if cursor is None:
+        return None
+    created_at, row_id = decode_cursor(cursor)
+    return or_(
+        table.c.created_at > created_at,
+        and_(table.c.created_at == created_at, table.c.id > row_id),
+    )
+
+
 def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], str | None]:
     """The first ``limit`` of ``limit + 1`` rows fetched, and the cursor when there are more."""
     if len(rows) <= limit:

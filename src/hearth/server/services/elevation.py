@@ -25,8 +25,7 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, bindparam, select, update
 
-from ..context import Hearth
-from ..db.engine import epoch_ms, utcnow
+from ..db.engine import Database, epoch_ms, utcnow
 from ..db.tables import identities, ledger
 from ..errors import ApiError
 from ..models_elevation import SponsorStatement
@@ -73,57 +72,59 @@ class ElevationFailed(ApiError):
 
 
 async def elevate(
-    hearth: Hearth,
+    db: Database,
     project_id: str,
     grant: RootGrant,
     statement: SponsorStatement,
     *,
     request_id: str,
+    master_key: str | None,
 ) -> dict[str, Any]:
     """The whole elevation of ``grant.identity`` (found in the caller's project, its root proof
-    verified but not yet claimed): check, claim, orchestrate."""
+    verified but not yet claimed): check, claim, orchestrate. ``master_key`` wraps the vault
+    namespace's key when set."""
     identity = grant.identity
     try:
-        sponsor = await hearth.db.snapshot(check, identity, statement)
+        sponsor = await db.snapshot(check, identity, statement)
     except attestations.Refusal as refusal:
-        raise await _recorded(hearth, refusal, project_id, identity, statement) from None
+        raise await _recorded(db, refusal, project_id, identity, statement) from None
 
-    await hearth.db.transaction(claim, grant)
+    await db.transaction(claim, grant)
     next_sequence = grant.identity["next_sequence"] if grant.sequence is not None else None
     try:
-        result: dict[str, Any] = await hearth.db.transaction(
+        result: dict[str, Any] = await db.transaction(
             orchestrate,
             project_id,
             identity,
             sponsor,
             statement,
-            master_key=hearth.settings.kms_master_key,
+            master_key=master_key,
         )
     except attestations.Refusal as refusal:
         # Another elevation of this identity won between the check and the orchestration.
-        await _release(hearth, identity["id"], grant)
+        await _release(db, identity["id"], grant)
         if next_sequence is not None:
             refusal.details = {**(refusal.details or {}), "next_sequence": next_sequence}
-        raise await _recorded(hearth, refusal, project_id, identity, statement) from None
+        raise await _recorded(db, refusal, project_id, identity, statement) from None
     except ApiError:
-        await _release(hearth, identity["id"], grant)
+        await _release(db, identity["id"], grant)
         raise
     except Exception:
         log.exception("elevation_failed", request_id=request_id, identity_id=identity["id"])
-        await _release(hearth, identity["id"], grant)
+        await _release(db, identity["id"], grant)
         raise ElevationFailed(request_id, next_sequence) from None
     return result
 
 
 async def _recorded(
-    hearth: Hearth,
+    db: Database,
     refusal: ApiError,
     project_id: str,
     identity: dict[str, Any],
     statement: SponsorStatement,
 ) -> ApiError:
     return await chronicle.record_refusal(
-        hearth.db,
+        db,
         refusal,
         project_id=project_id,
         identity_id=identity["id"],
@@ -134,13 +135,13 @@ async def _recorded(
     )
 
 
-async def _release(hearth: Hearth, identity_id: str, grant: RootGrant) -> None:
+async def _release(db: Database, identity_id: str, grant: RootGrant) -> None:
     """Give the lease back after a failed orchestration. If even that fails, the lease expires
     by itself within ``LEASE_MS``; the answer to the caller is not changed by it."""
     if grant.sequence is None:
         return
     try:
-        await hearth.db.transaction(release, identity_id)
+        await db.transaction(release, identity_id)
     except Exception as exc:
         log.warning(
             "elevation_lease_not_released", identity_id=identity_id, error=type(exc).__name__

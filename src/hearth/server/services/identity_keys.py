@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from hearth.proofs import b64_decode
 
+from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import identities, identity_keys, runtimes
@@ -215,7 +216,8 @@ def register_runtime_key(
     if kid == PRIMARY_KID:
         raise ValueError("the kid `primary` is the root key's")
     runtime = _runtime_of(conn, identity_id, runtime_id)
-    if runtime["mode"] != "trusted":
+    mode: CustodyMode = runtime["mode"]
+    if mode != "trusted":
         raise ValueError("only a trusted runtime's hosted key is registered by the service")
     checked_ed25519(public_key_b64, "public_key")
     existing = conn.execute(_BY_KID, {"identity": identity_id, "kid": kid}).first()

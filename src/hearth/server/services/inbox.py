@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Connection, bindparam, select, update
 
+from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import inbox_messages, runtimes
@@ -30,6 +31,9 @@ from . import runtimes as runtime_service
 from .times import iso
 
 STATUSES = ("pending", "taken", "done")
+# The custody the think-cycle events of the ``*_for_self`` calls name: only a self runtime's
+# loop takes messages over HTTP (``runtimes.self_runtime`` refuses the others).
+_SELF_CUSTODY: Final[CustodyMode] = "self"
 # Rounds of take_next when another taker wins the row it read (SQLite reads without locks).
 _TAKE_ROUNDS = 8
 
@@ -233,7 +237,10 @@ def take_for_self(
             runtime_service.self_move(conn, runtime, "wake", moves)
     runtime_service.stamp_seen(conn, runtime["id"], worked=True)
     runtime_service.append_event(
-        conn, runtime["id"], "think_cycle_start", {"message_id": message["id"], "custody": "self"}
+        conn,
+        runtime["id"],
+        "think_cycle_start",
+        {"message_id": message["id"], "custody": _SELF_CUSTODY},
     )
     return view(message), moves
 
@@ -285,7 +292,10 @@ def _finish_for_self(
     runtime_service.stamp_seen(conn, runtime["id"], worked=True)
     if doing == "complete":
         runtime_service.append_event(
-            conn, runtime["id"], "think_cycle_end", {"message_id": message["id"], "custody": "self"}
+            conn,
+            runtime["id"],
+            "think_cycle_end",
+            {"message_id": message["id"], "custody": _SELF_CUSTODY},
         )
     else:
         runtime_service.append_event(
@@ -294,7 +304,7 @@ def _finish_for_self(
             "think_cycle_error",
             {
                 "message_id": message["id"],
-                "custody": "self",
+                "custody": _SELF_CUSTODY,
                 "stage": "self",
                 "reason": "released by the user's loop",
             },

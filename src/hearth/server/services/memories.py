@@ -2,9 +2,10 @@
 
 The rules are written down in docs/service.md ("Memory and chronicle"). In short:
 
-- Tiers: ``episodic`` (default), ``foundational``, ``constitutive``. A memory is bound to an
-  identity only when ``agent_id`` names an active identity of the caller's project; otherwise
-  it is project-level.
+- Tiers: ``episodic`` (default), ``foundational``, ``constitutive``; which moves between them
+  are allowed, and what each asks of a write, is the table in ``memory_tiers``. A memory is
+  bound to an identity only when ``agent_id`` names an active identity of the caller's project;
+  otherwise it is project-level.
 - Foundational is self-attestable (the identity's root proof for ``agent_root`` identities);
   constitutive needs attestations by an external Ed25519 witness over the exact content
   (``memory-attestation/v1``), never by the identity itself (wall 3, ``no_self_witnessing``).
@@ -38,13 +39,11 @@ from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import identities, memories, memory_attestations
 from ..errors import ApiError, not_found
+from ..memory_tiers import ELEVATED, WAKE_ORDER, can_elevate, decays, stored, witnessed
 from . import chronicle, cursors
 from .authority import RootGrant
 from .identities import expression_view
 from .times import iso
-
-TIERS = ("episodic", "foundational", "constitutive")
-ELEVATED = ("foundational", "constitutive")
 
 HALF_LIFE_DAYS = 30.0
 WAKE_FLOOR = 0.125  # 1/8: three half-lives
@@ -62,7 +61,7 @@ class Refusal(ApiError):
 def weight(memory: dict[str, Any], now: datetime | None = None) -> float:
     """The memory's weight at ``now``: 1 for elevated tiers; for episodic memories
     ``0.5 ** (age_days / 30)``, so 1 when stored, 1/2 after 30 days, 1/8 after 90."""
-    if memory["tier"] != "episodic":
+    if not decays(memory["tier"]):
         return 1.0
     now = now or utcnow()
     age_days = max(0.0, (now - memory["created_at"]).total_seconds() / 86_400)
@@ -71,7 +70,7 @@ def weight(memory: dict[str, Any], now: datetime | None = None) -> float:
 
 def in_wake(memory: dict[str, Any], now: datetime) -> bool:
     """Whether the wake's selection still considers the memory (weight >= 1/8)."""
-    return bool(memory["tier"] != "episodic" or memory["created_at"] >= now - WAKE_HORIZON)
+    return bool(not decays(memory["tier"]) or memory["created_at"] >= now - WAKE_HORIZON)
 
 
 # --- lookups ------------------------------------------------------------------------------------
@@ -157,7 +156,7 @@ def view(
     memory: dict[str, Any], now: datetime, attestations: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     elevated_at = memory["elevated_at"]
-    if elevated_at is None and memory["tier"] != "episodic":
+    if elevated_at is None and not decays(memory["tier"]):
         elevated_at = memory["created_at"]
     return {
         "id": memory["id"],
@@ -178,7 +177,7 @@ def read(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
     memory = find(conn, project_id, memory_id)
     # Only constitutive memories have attestations (elevation writes them for that tier alone,
     # and the listing reads them on the same rule): the others need no second statement.
-    wanted = [memory["id"]] if memory["tier"] == "constitutive" else []
+    wanted = [memory["id"]] if witnessed(memory["tier"]) else []
     return view(memory, utcnow(), _attestations_of(conn, wanted).get(memory["id"]))
 
 
@@ -186,6 +185,21 @@ def read(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
 
 
 _INSERT = memories.insert()
+
+
+def storing_refused(tier: str) -> Refusal | None:
+    """The refusal of POST /v1/memories for a tier it may not store (``memory_tiers``: only
+    constitutive, whose witnesses sign the id of a memory already stored), or None."""
+    if stored(tier):
+        return None
+    return Refusal(
+        422,
+        "attestations_required",
+        "A memory becomes constitutive only by elevation, with attestations from an "
+        "external witness over its exact content.",
+        hint="Store it (episodic or foundational), then POST /v1/memories/{id}/elevate "
+        "with tier constitutive and the witnesses' attestations.",
+    )
 
 
 def store(
@@ -212,7 +226,7 @@ def store(
         "key": key,
         "content": content,
         "created_at": now,
-        "elevated_at": now if tier != "episodic" else None,
+        "elevated_at": None if decays(tier) else now,
         "expression_patch": None,
     }
     conn.execute(_INSERT, row)
@@ -238,7 +252,7 @@ def listing(
     if key is not None:
         equal["key"] = key
     items, next_cursor = cursors.newest_first_equal(conn, memories, equal, cursor, limit)
-    attestations = _attestations_of(conn, [m["id"] for m in items if m["tier"] == "constitutive"])
+    attestations = _attestations_of(conn, [m["id"] for m in items if witnessed(m["tier"])])
     now = utcnow()
     return cursors.Page([view(m, now, attestations.get(m["id"])) for m in items], next_cursor)
 
@@ -307,8 +321,7 @@ def elevate(
         grant.claim(conn)
     memory = find(conn, project_id, memory_id)
     current = memory["tier"]
-    allowed_from = ("episodic",) if tier == "foundational" else ("episodic", "foundational")
-    if current not in allowed_from:
+    if not can_elevate(current, tier):
         raise Refusal(
             409,
             "tier_transition_refused",
@@ -323,13 +336,13 @@ def elevate(
             "This memory is project-level: there is no identity whose expression it could patch.",
         )
     witnesses: list[dict[str, Any]] = []
-    if tier == "foundational" and attestations:
+    if not witnessed(tier) and attestations:
         raise Refusal(
             422,
             "attestations_not_applicable",
             "Foundational elevation is self-attested; attestations are for constitutive.",
         )
-    if tier == "constitutive":
+    if witnessed(tier):
         if not attestations:
             raise Refusal(
                 422,
@@ -531,7 +544,7 @@ def select_for_wake(
     if include_project_level and identity_id is not None:
         scopes.append(None)
     picked: list[dict[str, Any]] = []
-    for tier in ("constitutive", "foundational", "episodic"):
+    for tier in WAKE_ORDER:
         tier_rows: list[dict[str, Any]] = []
         for scope in scopes:
             if len(picked) >= limit:
@@ -543,11 +556,11 @@ def select_for_wake(
                 "since": now - WAKE_HORIZON,
                 "limit": limit - len(picked),
             }
-            statement = _WAKE_TIER[(scope is None, tier == "episodic")]
+            statement = _WAKE_TIER[(scope is None, decays(tier))]
             tier_rows.extend(dict(r._mapping) for r in conn.execute(statement, params))
         tier_rows.sort(key=lambda m: (m["created_at"], m["id"]), reverse=True)
         picked.extend(tier_rows[: limit - len(picked)])
-    attestations = _attestations_of(conn, [m["id"] for m in picked if m["tier"] == "constitutive"])
+    attestations = _attestations_of(conn, [m["id"] for m in picked if witnessed(m["tier"])])
     return [view(m, now, attestations.get(m["id"])) for m in picked]
 
 

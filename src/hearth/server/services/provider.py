@@ -20,7 +20,6 @@ from typing import Any
 
 import anyio
 import structlog
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hearth.adds import (
     Commitment,
@@ -36,12 +35,16 @@ from hearth.adds import (
 from hearth.adds.cid import cid_from_digest
 from hearth.adds.heads import resolve_heads
 from hearth.blockstore import BlockNotFound
+from hearth.proofs.key_types import Ed25519PrivateKey
 
-from ..context import Hearth
+from ..db.engine import Database
 from ..db.ids import new_id
 from ..edge_text import find_unstorable
 from ..errors import ApiError, not_found
+from ..observability import Metrics
+from ..settings import Settings
 from . import adds_store
+from .adds_node import AddsNode
 from .adds_store import StoredDocument
 from .provider_key import ProviderKeyUnavailable, public_key_b64url
 from .provider_record import ProviderRecord, provider_id
@@ -64,22 +67,24 @@ def too_large(limit: int) -> ApiError:
 
 
 async def put_block(
-    hearth: Hearth,
+    db: Database,
     project_id: str,
     cid: str,
     body: AsyncIterator[bytes],
     *,
     declared_length: str | None,
+    limit: int,
+    node: AddsNode,
+    metrics: Metrics,
 ) -> tuple[bool, int]:
     """Keep the block and record it for the project: (new for the project, size).
 
     The CID is checked before the body is read, the size while it streams in (a declared length
     over the limit is refused unread), and the hash once it is complete. The bytes reach the
     block store (durably) before the project's row is written, so an acknowledged block is
-    always there to serve.
+    always there to serve. ``limit`` is the largest block accepted, in bytes.
     """
     adds_store.require_cid(cid)
-    limit = hearth.settings.max_block_bytes
     if declared_length is not None and declared_length.isdigit() and int(declared_length) > limit:
         raise too_large(limit)
     digest = hashlib.sha256()
@@ -99,30 +104,30 @@ async def put_block(
             hint="A block's CID is CIDv1, raw codec, sha2-256 of exactly the bytes sent.",
         )
     block = bytes(data)
-    store = await hearth.adds.blocks()
+    store = await node.blocks()
     # A store that fails (a full disk) is the service's fault: the 500 carries a request id.
     await anyio.to_thread.run_sync(store.put, cid, block)
-    async with hearth.db.write() as conn:
+    async with db.write() as conn:
         created = await adds_store.record_block(conn, project_id, cid, len(block))
-    hearth.metrics.block_bytes_stored.inc(len(block))
+    metrics.block_bytes_stored.inc(len(block))
     if created:  # the inventory may have changed: the record follows (at once or shortly)
-        await hearth.adds.records.block_stored()
+        await node.records.block_stored()
     return created, len(block)
 
 
-async def block_size(hearth: Hearth, cid: str) -> int:
+async def block_size(db: Database, cid: str) -> int:
     """The size of a block the service holds; 404 otherwise."""
     adds_store.require_cid(cid)
-    async with hearth.db.read() as conn:
+    async with db.read() as conn:
         size = await adds_store.block_size(conn, cid)
     if size is None:
         raise not_found("Block")
     return size
 
 
-async def get_block(hearth: Hearth, cid: str) -> bytes:
-    await block_size(hearth, cid)
-    store = await hearth.adds.blocks()
+async def get_block(db: Database, cid: str, *, node: AddsNode, metrics: Metrics) -> bytes:
+    await block_size(db, cid)
+    store = await node.blocks()
     try:
         data = await anyio.to_thread.run_sync(store.get, cid)
     except BlockNotFound:
@@ -130,7 +135,7 @@ async def get_block(hearth: Hearth, cid: str) -> bytes:
         # fault, and nothing they can do; reported as absent, and loudly in the log.
         log.error("block_missing_from_store", cid=cid)
         raise not_found("Block") from None
-    hearth.metrics.block_bytes_served.inc(len(data))
+    metrics.block_bytes_served.inc(len(data))
     return data
 
 
@@ -159,27 +164,27 @@ def parse_document(raw: bytes) -> StoredDocument:
     return StoredDocument(cid_for_bytes(canonical), result.kind, canonical, result.document)
 
 
-async def submit_document(hearth: Hearth, project_id: str, raw: bytes) -> tuple[bool, str, str]:
+async def submit_document(db: Database, project_id: str, raw: bytes) -> tuple[bool, str, str]:
     """Validate and keep a document: (new for the project, cid, kind)."""
     if len(raw) > _VALIDATE_IN_THREAD:
         stored = await anyio.to_thread.run_sync(parse_document, raw)
     else:
         stored = parse_document(raw)
-    async with hearth.db.write() as conn:
+    async with db.write() as conn:
         created = await adds_store.store_document(conn, project_id, stored)
     return created, stored.cid, stored.kind
 
 
-async def document_bytes(hearth: Hearth, cid: str) -> bytes:
+async def document_bytes(db: Database, cid: str) -> bytes:
     adds_store.require_cid(cid)
-    async with hearth.db.read() as conn:
+    async with db.read() as conn:
         found = await adds_store.document_bytes(conn, cid)
     if found is None:
         raise not_found("Document")
     return found
 
 
-async def resolve_head(hearth: Hearth, head_id: str, issuer_key: str) -> dict[str, Any]:
+async def resolve_head(db: Database, head_id: str, issuer_key: str) -> dict[str, Any]:
     """The resolution of one head history (issuer key, head_id) from the heads held for any
     project: heads are signed pointers, public metadata like the documents they point to.
 
@@ -187,7 +192,7 @@ async def resolve_head(hearth: Hearth, head_id: str, issuer_key: str) -> dict[st
     fork at the top and the parents it names; forks further down than that are not reported.
     404 when the service holds no valid head of that history.
     """
-    async with hearth.db.read() as conn:
+    async with db.read() as conn:
         documents = await adds_store.head_documents(
             conn, issuer_key=issuer_key, head_id=head_id, limit=MAX_HEADS
         )
@@ -204,9 +209,9 @@ async def resolve_head(hearth: Hearth, head_id: str, issuer_key: str) -> dict[st
 # --- the provider record ------------------------------------------------------------------------
 
 
-async def signing_key(hearth: Hearth) -> tuple[Ed25519PrivateKey, str]:
+async def signing_key(node: AddsNode) -> tuple[Ed25519PrivateKey, str]:
     try:
-        key = await hearth.adds.keyring.key()
+        key = await node.keyring.key()
     except ProviderKeyUnavailable as exc:
         raise _key_unavailable(exc) from None
     return key, public_key_b64url(key)
@@ -221,10 +226,10 @@ def _key_unavailable(exc: ProviderKeyUnavailable) -> ApiError:
     )
 
 
-async def published_record(hearth: Hearth) -> ProviderRecord | None:
+async def published_record(node: AddsNode) -> ProviderRecord | None:
     """The latest signed provider record, or None; reads only (services/provider_record.py)."""
     try:
-        return await hearth.adds.records.published()
+        return await node.records.published()
     except ProviderKeyUnavailable as exc:
         raise _key_unavailable(exc) from None
 
@@ -233,11 +238,14 @@ async def published_record(hearth: Hearth) -> ProviderRecord | None:
 
 
 async def issue_receipt(
-    hearth: Hearth,
+    db: Database,
     project_id: str,
     items: Sequence[str],
     commitment: Commitment,
     base_url: str,
+    *,
+    node: AddsNode,
+    settings: Settings,
 ) -> SignedDocument:
     """A signed receipt for items the project holds, kept as one of its documents.
 
@@ -245,7 +253,7 @@ async def issue_receipt(
     a provider commits only to what it has.
     """
     cids = list(dict.fromkeys(items))
-    async with hearth.db.read() as conn:
+    async with db.read() as conn:
         held = await adds_store.held(conn, project_id, cids)
     missing = [cid for cid in cids if cid not in held.sizes]
     if missing:
@@ -257,20 +265,20 @@ async def issue_receipt(
             hint="PUT the blocks to /v1/adds/blocks/{cid} and POST the documents to "
             "/v1/adds/documents first.",
         )
-    record = await published_record(hearth)
-    key, _ = await signing_key(hearth)
+    record = await published_record(node)
+    key, _ = await signing_key(node)
     now = int(time.time())
     receipt = build_receipt(
         key=key,
-        provider_id=provider_id(hearth.settings, base_url),
+        provider_id=provider_id(settings, base_url),
         receipt_id=new_id(),
         issued_at=now,
-        retention_until=now + hearth.settings.receipt_retention_days * 86_400,
+        retention_until=now + settings.receipt_retention_days * 86_400,
         commitment=commitment,
         items=[InventoryItem(cid, held.sizes[cid], Role(held.roles[cid])) for cid in cids],
         provider_record=record.cid if record is not None else None,
     )
     stored = StoredDocument(receipt.cid, "receipt", receipt.canonical, receipt.document)
-    async with hearth.db.write() as conn:
+    async with db.write() as conn:
         await adds_store.store_document(conn, project_id, stored)
     return receipt

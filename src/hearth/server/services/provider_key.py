@@ -13,16 +13,16 @@ import asyncio
 
 import anyio
 import structlog
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import select
 
 from hearth.adds import AddsError, b64url_encode
 from hearth.adds.keys import load_ed25519_private_key
+from hearth.proofs.key_types import Ed25519PrivateKey
+from hearth.proofs.sealing import SealError, associated_data, derive_key, open_sealed, seal
 
 from ..db.engine import Database, dialect_insert, utcnow
 from ..db.tables import provider_keys
 from ..settings import Settings
-from .sealing import SealError, associated_data, derive_key, open_sealed, seal
 
 log = structlog.get_logger("hearth.server")
 

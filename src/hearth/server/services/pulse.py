@@ -26,7 +26,7 @@ from sqlalchemy import Connection, bindparam, func, select
 
 from ..db.engine import utcnow
 from ..db.tables import chronicle, ledger, memories, runtimes, thoughts, wallets
-from .memories import TIERS
+from ..memory_tiers import TIERS
 from .times import iso
 
 ACTIVE_WITHIN = timedelta(hours=1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import Connection, select
 
 from hearth.proofs import (
@@ -15,7 +14,7 @@ from hearth.proofs import (
     verify_digest,
 )
 
-from ..context import Hearth
+from ..db.engine import Database
 from ..db.tables import identities
 from ..errors import ApiError
 from ..models import DiscoveryRequest, RecoverRequest
@@ -31,11 +30,11 @@ def _key(text: str, what: str) -> bytes:
         raise ApiError(422, "invalid_public_key", str(exc)) from None
 
 
-async def discover(hearth: Hearth, body: DiscoveryRequest) -> dict[str, Any]:
+async def discover(db: Database, body: DiscoveryRequest, *, freshness_ms: int) -> dict[str, Any]:
     key = _key(body.pubkey, "pubkey")
     require_fresh(
         body.timestamp,
-        hearth.settings.freshness_ms,
+        freshness_ms,
         field="timestamp",
         invalid="invalid_timestamp",
         stale="discovery_stale",
@@ -47,7 +46,7 @@ async def discover(hearth: Hearth, body: DiscoveryRequest) -> dict[str, Any]:
             "signature must sign the identity-discovery/v1 challenge (pubkey, timestamp) "
             "with the key named in pubkey.",
         )
-    async with hearth.db.read() as conn:
+    async with db.read() as conn:
         rows = await conn.execute(
             select(identities)
             .where(identities.c.root_public_key == body.pubkey, identities.c.status == "active")
@@ -59,16 +58,20 @@ async def discover(hearth: Hearth, body: DiscoveryRequest) -> dict[str, Any]:
 _REFUSED = "Recovery refused: the DID, derived_pubkey and signature do not prove this identity."
 
 
-async def recover(hearth: Hearth, body: RecoverRequest, request: Request) -> dict[str, Any]:
+async def recover(
+    db: Database, body: RecoverRequest, signed: authority.SignedRequest, *, freshness_ms: int
+) -> dict[str, Any]:
+    """A new project key for a rooted identity, on a recovery signature and then (the second
+    request, after a 428) the root's exact-request proof of ``signed``."""
     key = _key(body.derived_pubkey, "derived_pubkey")
     require_fresh(
         body.timestamp,
-        hearth.settings.freshness_ms,
+        freshness_ms,
         field="timestamp",
         invalid="invalid_timestamp",
         stale="recovery_stale",
     )
-    async with hearth.db.read() as conn:
+    async with db.read() as conn:
         identity = await find_by_did(conn, body.did)
     # One answer for an unknown DID, a legacy identity and a wrong key: nothing to probe.
     if (
@@ -83,14 +86,14 @@ async def recover(hearth: Hearth, body: RecoverRequest, request: Request) -> dic
         )
     ):
         raise ApiError(422, "recovery_refused", _REFUSED)
-    grant = authority.authorize_request(hearth, identity, request, await request.body())
+    grant = authority.authorize(identity, signed, freshness_ms=freshness_ms)
     label = f"recovered:{body.device_label or 'device'}"[:200]
 
     def reissue(conn: Connection) -> keys.IssuedKey:
         grant.claim(conn)
         return keys.issue(conn, identity["project_id"], label)
 
-    issued = await hearth.db.transaction(reissue)
+    issued = await db.transaction(reissue)
     return {
         "agent": {"id": identity["id"], "did": identity["did"], "name": identity["name"]},
         "project": {"id": identity["project_id"], "api_key": issued.secret, "key_id": issued.id},

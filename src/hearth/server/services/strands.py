@@ -24,7 +24,7 @@ from hearth.proofs.recipes import thought_write_digest, verify_digest
 
 from ..db.engine import utcnow
 from ..db.ids import new_id
-from ..db.tables import runtimes, strands, thoughts
+from ..db.tables import strands, thoughts
 from ..errors import ApiError, not_found
 from . import cursors, identities, identity_keys
 from . import runtimes as runtime_service
@@ -47,11 +47,6 @@ _CLAIM_SEQ = (
     .values(next_seq=bindparam("seq") + 1)
 )
 _NEXT_SEQ = select(strands.c.next_seq).where(strands.c.id == bindparam("strand"))
-_RUNTIME_THOUGHT = (
-    update(runtimes)
-    .where(runtimes.c.id == bindparam("runtime"))
-    .values(last_thought_at=bindparam("now"))
-)
 
 
 def plaintext_refused(fields: list[str]) -> ApiError:
@@ -278,7 +273,7 @@ def append_thought(
     }
     conn.execute(_INSERT_THOUGHT, row)
     if strand["runtime_id"] is not None:
-        conn.execute(_RUNTIME_THOUGHT, {"runtime": strand["runtime_id"], "now": now})
+        runtime_service.stamp_thought(conn, strand["runtime_id"], now)
     return {**row, "identity_id": identity_id, "next_seq": seq + 1}
 
 

@@ -1,6 +1,6 @@
 """The vault: a project's named secrets (LLM provider keys and the like), sealed at rest.
 
-Values are sealed with AES-256-GCM (``services/sealing.py``) and never leave the service over
+Values are sealed with AES-256-GCM (``hearth.proofs.sealing``) and never leave the service over
 HTTP: the routes answer names and metadata only. ``read_secret`` is for the service's own use
 (a hosted runtime reads its provider key by the name in ``llm.vault_key``).
 
@@ -31,13 +31,21 @@ from typing import Any
 from sqlalchemy import Connection, Select, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from hearth.proofs.sealing import (
+    KEY_BYTES,
+    SealError,
+    associated_data,
+    derive_key,
+    open_sealed,
+    seal,
+)
+
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import vault_keys, vault_secrets
 from ..errors import ApiError, not_found
 from . import identities
 from .cursors import invalid_cursor
-from .sealing import KEY_BYTES, SealError, associated_data, derive_key, open_sealed, seal
 from .times import iso
 
 KMS = "aes-256-gcm/kms-hkdf-sha256/v1"

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, bindparam, func, select
 
 from ..db import counters
 from ..db.tables import wake_counts
-from .memories import TIERS
+from ..memory_tiers import TIERS
 
 PROJECT = ""  # the scope of the project's own counts and of its project-level memories
 

@@ -1,4 +1,4 @@
-"""Leases: which worker runs which hosted runtime (docs/orchestrator.md, "Leases").
+"""Leases: which orchestrator worker runs which hosted runtime (docs/orchestrator.md, "Leases").
 
 A runtime row carries ``lease_owner`` (a worker's id) and ``lease_until`` (epoch ms). A worker
 claims a runtime whose lease is free or lapsed, renews it with every heartbeat, and re-checks
@@ -8,7 +8,9 @@ lease (it stalled past ``lease_until`` and another took over) writes nothing mor
 Claiming is one conditional UPDATE on every database; on PostgreSQL the candidates are first
 selected ``FOR UPDATE SKIP LOCKED``, so that workers claiming at the same moment pass over each
 other's rows instead of queueing behind them. Plain sync functions over a ``Connection``, run
-with ``Database.transaction`` like the domain services.
+with ``Database.transaction`` like the rest of the service; the lease columns are written here
+only. Callers name the module (``leases.claim``, ``leases.hold``): it is left out of the
+package's names because claiming releases inbox messages, and the inbox imports the package.
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, or_, select, update
 
-from ..db.engine import utcnow
-from ..db.tables import inbox_messages, runtimes
-from ..services import inbox
+from ...canon import CustodyMode
+from ...db.engine import utcnow
+from ...db.tables import inbox_messages, runtimes
+from .. import inbox
 
 # The statuses a worker runs: bound, booting, thinking or waiting for work. ``stopped`` and
 # ``error`` runtimes need a person (a restart) before a worker takes them again.
 ACTIVE = ("provisioned", "starting", "running", "idle")
+# The mode whose cycles need the bridge session of the process running them.
+_SESSION_MODE: CustodyMode = "bridged"
 
 
 class LeaseLost(Exception):
@@ -40,7 +45,9 @@ def new_owner() -> str:
     return f"{host}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
-def _claimable(owner: str, now_ms: int, modes: tuple[str, ...], sessions: frozenset[str]) -> Any:
+def _claimable(
+    owner: str, now_ms: int, modes: tuple[CustodyMode, ...], sessions: frozenset[str]
+) -> Any:
     free = [
         runtimes.c.lease_owner.is_(None),
         runtimes.c.lease_until < now_ms,
@@ -50,7 +57,7 @@ def _claimable(owner: str, now_ms: int, modes: tuple[str, ...], sessions: frozen
         # A bridged runtime's cycles can run only in the process that holds its bridge
         # session, so that process takes the lease over even before it lapses. The old holder
         # finds its lease gone at its next write (``LeaseLost``) and stops: still one runner.
-        free.append(and_(runtimes.c.mode == "bridged", runtimes.c.id.in_(sorted(sessions))))
+        free.append(and_(runtimes.c.mode == _SESSION_MODE, runtimes.c.id.in_(sorted(sessions))))
     return and_(
         runtimes.c.deleted_at.is_(None),
         runtimes.c.mode.in_(modes),
@@ -66,7 +73,7 @@ def claim(
     now_ms: int,
     lease_ms: int,
     limit: int,
-    modes: tuple[str, ...],
+    modes: tuple[CustodyMode, ...],
     exclude: frozenset[str] = frozenset(),
     sessions: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:

@@ -1,1 +1,0 @@
-"""Local fakes of outside services, spoken to over real HTTP by the real clients."""

@@ -1,0 +1,35 @@
+"""An identity that stores, elevates and reads its memories and its chronicle over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+
+from tests.support.agents import Registered
+
+
+class Owner(Registered):
+    """A registered agent_root identity and its project, talking to the live service."""
+
+    @property
+    def root_b64(self) -> str:
+        return self.agent.public_b64
+
+    def store(self, content: str, *, proof: bool = False, **fields: Any) -> dict[str, Any]:
+        response = self.call("POST", "/v1/memories", {"content": content, **fields}, proof=proof)
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    def elevate(self, memory_id: str, body: dict[str, Any], *, proof: bool = True) -> Any:
+        return self.call("POST", f"/v1/memories/{memory_id}/elevate", body, proof=proof)
+
+    def chronicle(self, **params: Any) -> list[dict[str, Any]]:
+        with self.client() as client:
+            response = client.get("/v1/chronicle", params=params)
+        assert response.status_code == 200, response.text
+        return list(response.json()["items"])
+
+    def memory(self, memory_id: str) -> httpx2.Response:
+        with self.client() as client:
+            return client.get(f"/v1/memories/{memory_id}")
