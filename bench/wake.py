@@ -17,12 +17,14 @@ left them (the database's triggers keep the wake's counters as for any write).
 Then R rounds, each alternating the two services request by request (so a change in the
 machine's load hits both alike), of N ``GET /v1/wake?refresh=true`` (a full rebuild, JSON) one
 at a time, timed by the client; then N cached reads (no ``refresh``), for the server's CPU per
-cached wake. The server's CPU (user + system of its process tree, from ``/proc``) is read around
-each phase.
+cached wake; then, for a memory stored and for a vault secret replaced, N writes alone and N
+writes each followed by a wake (which rebuilds only the sections the write touched,
+docs/wake.md): the difference is the server's CPU per wake after such a write. The server's CPU
+(user + system of its process tree, from ``/proc``) is read around each phase.
 
 Printed per backend and size: p50 and p99 latency (the median over rounds), and server CPU ms
-per rebuilt and per cached wake. Goals (issue 15): the large project's p99 within 1.5x of the
-small one's, and under 30 ms.
+per rebuilt and per cached wake, and per wake after each kind of write. Goals (issue 15): the
+large project's p99 within 1.5x of the small one's, and under 30 ms.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ class Served:
     rebuilt: list[float] = field(default_factory=list)  # seconds, per request
     cpu_rebuilt: list[float] = field(default_factory=list)  # server CPU s per wake, per round
     cpu_cached: list[float] = field(default_factory=list)
+    # Server CPU s per request of the write phases, per round: a write alone, a write + a wake.
+    cpu_writes: dict[str, list[float]] = field(default_factory=dict)
+    identity_id: str = ""
     p50: list[float] = field(default_factory=list)
     p99: list[float] = field(default_factory=list)
 
@@ -242,7 +247,7 @@ def served(
     pid = stack.enter_context(running(command, env, base_url, tmp / f"{label}.log"))
     project_id, identity_id, bearer = register(base_url)
     seed(database_url, project_id, identity_id, wanted)
-    yield Served(wanted, base_url, pid, bearer)
+    yield Served(wanted, base_url, pid, bearer, identity_id=identity_id)
 
 
 # --- Measuring -----------------------------------------------------------------------------
@@ -253,6 +258,29 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+# The write phases: each write alone, then each followed by a wake, which then rebuilds the
+# sections the write touched (services/wake_sections.py); the difference is that wake's cost.
+WRITES = ("memory", "vault")
+PHASES = ("rebuilt", "cached", *(f"{w}{wake}" for w in WRITES for wake in ("", "+wake")))
+
+
+def request(client: httpx2.Client, served: Served, phase: str, index: int) -> None:
+    """One request (or write and wake) of ``phase``."""
+    write, _, then = phase.partition("+")
+    if write == "memory":
+        body = {"content": f"bench memory {index}", "agent_id": served.identity_id}
+        client.post("/v1/memories", json=body).raise_for_status()
+    elif write == "vault":
+        client.put("/v1/vault/bench", json={"value": f"v{index}"}).raise_for_status()
+    if write in WRITES and not then:
+        return
+    params = {"refresh": "true"} if phase == "rebuilt" else {}
+    answer = client.get("/v1/wake", params=params)
+    answer.raise_for_status()
+    if then and answer.headers["X-Wake-Cache"] != "miss":
+        raise RuntimeError(f"a wake after a {write} write was served from the cache")
+
+
 def round_of(services: list[Served], requests: int) -> None:
     clients = {
         s.base_url: httpx2.Client(
@@ -261,21 +289,19 @@ def round_of(services: list[Served], requests: int) -> None:
         for s in services
     }
     try:
-        for phase in ("rebuilt", "cached"):
-            params = {"refresh": "true"} if phase == "rebuilt" else {}
+        for phase in PHASES:
             timings: dict[str, list[float]] = {s.base_url: [] for s in services}
             cpu: dict[str, float] = {s.base_url: 0.0 for s in services}
-            for s in services:  # warm: connections, caches, the first build
-                for _ in range(5):
-                    clients[s.base_url].get("/v1/wake", params=params).raise_for_status()
+            for s in services:  # warm: connections, caches, the first build, a known bearer
+                for index in range(5):
+                    request(clients[s.base_url], s, phase, index)
             # Each server idles while the other answers: its CPU over the phase is its own work.
             before = {s.base_url: server_cpu(s.pid) for s in services}
-            for _ in range(requests):
+            for index in range(requests):
                 for s in services:
                     started = time.perf_counter()
-                    answer = clients[s.base_url].get("/v1/wake", params=params)
+                    request(clients[s.base_url], s, phase, index)
                     timings[s.base_url].append(time.perf_counter() - started)
-                    answer.raise_for_status()
             for s in services:
                 cpu[s.base_url] = server_cpu(s.pid) - before[s.base_url]
             for s in services:
@@ -283,11 +309,20 @@ def round_of(services: list[Served], requests: int) -> None:
                     s.p50.append(quantile(timings[s.base_url], 0.5) * 1000)
                     s.p99.append(quantile(timings[s.base_url], 0.99) * 1000)
                     s.cpu_rebuilt.append(cpu[s.base_url] / requests)
-                else:
+                elif phase == "cached":
                     s.cpu_cached.append(cpu[s.base_url] / requests)
+                else:
+                    s.cpu_writes.setdefault(phase, []).append(cpu[s.base_url] / requests)
     finally:
         for client in clients.values():
             client.close()
+
+
+def after_write_ms(s: Served, write: str) -> float:
+    """Server CPU ms of a wake after a ``write``: (write + wake) - write, medians of rounds."""
+    both = statistics.median(s.cpu_writes[f"{write}+wake"])
+    alone = statistics.median(s.cpu_writes[write])
+    return round((both - alone) * 1000, 2)
 
 
 def run_backend(backend: str, args: argparse.Namespace) -> list[Served]:
@@ -318,6 +353,7 @@ def summary(results: dict[str, list[Served]]) -> dict[str, Any]:
                 "p99_runs_ms": [round(v, 2) for v in s.p99],
                 "cpu_ms_per_rebuilt_wake": round(statistics.median(s.cpu_rebuilt) * 1000, 2),
                 "cpu_ms_per_cached_wake": round(statistics.median(s.cpu_cached) * 1000, 2),
+                **{f"cpu_ms_per_wake_after_{w}_write": after_write_ms(s, w) for w in WRITES},
             }
             for s in services
         ]
@@ -343,7 +379,9 @@ def text(result: dict[str, Any]) -> str:
             lines.append(
                 f"  {row['size']:>36}: p50 {row['p50_ms']:6.2f} ms  p99 {row['p99_ms']:6.2f} ms"
                 f"  (runs {row['p99_runs_ms']})  server CPU {row['cpu_ms_per_rebuilt_wake']:.2f}"
-                f" ms/rebuilt, {row['cpu_ms_per_cached_wake']:.2f} ms/cached"
+                f" ms/rebuilt, {row['cpu_ms_per_cached_wake']:.2f} ms/cached, after a write: "
+                + ", ".join(f"{w} {row[f'cpu_ms_per_wake_after_{w}_write']:.2f}" for w in WRITES)
+                + " ms"
             )
         verdict = "met" if entry["met"] else "NOT met"
         lines.append(

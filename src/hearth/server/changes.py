@@ -423,7 +423,9 @@ class ChangeFeed:
         # with a wrong bearer a read. Its first mutation is stamped after it, as before.
         known = self._projects.get(hash_bearer(pending.bearer)) if pending.bearer else None
         if known is not None:
-            pending.stamp = AtEveryWrite(functools.partial(wake_stamps.bump, project_id=known))
+            pending.stamp = AtEveryWrite(
+                functools.partial(wake_stamps.bump_written, project_id=known)
+            )
             pending.stamp_project = known
         if compiled.rule.identity and compiled.rule.identity.startswith("memory:"):
             memory_id = _canonical_uuid(params.get(compiled.rule.identity.split(":", 1)[1]))

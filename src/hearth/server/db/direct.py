@@ -21,6 +21,8 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.expression import Executable
 
+from . import writes
+
 _Missing = object()
 # Per position: the parameter's name, the type's bind processor, and the value of a literal bound
 # by the statement itself (``bindparam("sequence") + 1`` binds the 1), or _Missing.
@@ -47,6 +49,7 @@ def run(conn: Connection, statement: Executable, params: Mapping[str, Any]) -> i
     """Execute an INSERT, UPDATE or DELETE; returns the number of rows it touched."""
     if conn.dialect.name != "sqlite":
         return int(conn.execute(statement, params).rowcount)
+    writes.note(conn, statement)  # SQLAlchemy's events, which note the others, are bypassed
     keys = tuple(params)
     plan = _plans.get((statement, keys))
     if plan is None:

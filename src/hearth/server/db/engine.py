@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from . import writes
 from .direct import savepoint
 
 T = TypeVar("T")
@@ -72,6 +73,7 @@ class Database:
             # one paying for its connect and for preparing every statement again.
             kwargs.update(pool_size=2 * pool_size, max_overflow=0)
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        writes.listen(self.engine.sync_engine)
         # Snapshots and reads on PostgreSQL run in autocommit: under READ COMMITTED every
         # statement sees its own snapshot inside a transaction as well, so the BEGIN and the
         # ROLLBACK of a read-only transaction were two round trips that bought nothing.
@@ -97,6 +99,7 @@ class Database:
                 max_overflow=0,
             )
             _sqlite_pragmas(self._sync_engine)
+            writes.listen(self._sync_engine)
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="hearth-db-writer")
             self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="hearth-db-reader")
 
@@ -109,8 +112,11 @@ class Database:
         extra = _AT_EVERY_WRITE.get()
 
         def work(conn: Connection) -> T:
-            result = fn(conn, *args, **kwargs)
-            if extra is not None:
+            if extra is None:
+                return fn(conn, *args, **kwargs)
+            # The extra work may ask which tables the transaction wrote (db/writes.py).
+            with writes.tracked(conn):
+                result = fn(conn, *args, **kwargs)
                 extra.run(conn)
             return result
 
@@ -206,15 +212,19 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
-        """One transaction that may write; committed on success, rolled back on error."""
+        """One transaction that may write; committed on success, rolled back on error.
+        Work registered with ``at_every_write`` runs last inside it, as for ``transaction``."""
+        extra = _AT_EVERY_WRITE.get()
         if self._write_lock is None:
-            async with self.engine.begin() as conn:
+            async with self.engine.begin() as conn, _with_extra(conn, extra):
                 yield conn
-            return
-        async with self._write_lock, self.engine.connect() as plain:
-            conn = await plain.execution_options(hearth_write=True)
-            async with conn.begin():
-                yield conn
+        else:
+            async with self._write_lock, self.engine.connect() as plain:
+                conn = await plain.execution_options(hearth_write=True)
+                async with conn.begin(), _with_extra(conn, extra):
+                    yield conn
+        if extra is not None:
+            extra.committed = True
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
@@ -246,6 +256,19 @@ class AtEveryWrite:
 
 
 _AT_EVERY_WRITE: ContextVar[AtEveryWrite | None] = ContextVar("at_every_write", default=None)
+
+
+@asynccontextmanager
+async def _with_extra(conn: AsyncConnection, extra: AtEveryWrite | None) -> AsyncIterator[None]:
+    """``extra`` run last inside the async transaction on ``conn``, tracking its writes."""
+    if extra is None:
+        yield
+        return
+    sync = conn.sync_connection
+    assert sync is not None  # the transaction on it has begun
+    with writes.tracked(sync):
+        yield
+        await conn.run_sync(extra.run)
 
 
 @contextmanager

@@ -499,6 +499,21 @@ change_stamps = Table(
     metadata,
     Column("project_id", UUID, ForeignKey("projects.id"), primary_key=True),
     Column("stamp", BigInteger, nullable=False),
+    # Per section of the wake (services/wake_sections.py), the stamp of the last change that
+    # wrote a table the section reads (migration 0011).
+    *(
+        Column(f"{section}_stamp", BigInteger, nullable=False, server_default="0")
+        for section in (
+            "identities",
+            "agents",
+            "greeted",
+            "runtimes",
+            "owned",
+            "kept",
+            "remembered",
+            "bonds",
+        )
+    ),
 )
 
 # The counts the wake shows, one row per (project, scope, kind), kept by triggers in the

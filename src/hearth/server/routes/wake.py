@@ -1,45 +1,29 @@
 """The wake (GET /v1/wake): session orientation in five formats (docs/wake.md).
 
 The document is built by ``services/wake.py`` in one read snapshot and rendered by the pure
-functions of ``services/wake_render.py``. A wake read writes nothing. The rendered answer is
-cached per process for a few seconds by (project, identity, format), and served only while the
-project's change stamp (``services/wake_stamps.py``) has not moved; ``refresh=true`` builds it
-anew.
+functions of ``services/wake_render.py``. A wake read writes nothing. The rendered answer, and the
+sections it was assembled from, are cached per process for a few seconds
+(``services/wake_cache.py``) and served only while the project's change stamps
+(``services/wake_stamps.py``) say no change touched them; ``refresh=true`` builds it anew.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
-from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
 from ..models_wake import WakeJson
 from ..services import wake as wake_service
-from ..services import wake_stamps
+from ..services import wake_cache
 from ..services.wake_render import render
 from .common import errors
 
 router = APIRouter(tags=["wake"])
-
-
-def _cached_or_built(
-    conn: Connection, key: wake_service.CacheKey, refresh: bool
-) -> tuple[int, wake_service.Cached | None, dict[str, Any] | None]:
-    """The project's stamp, then the entry cached under it, or else the wake built anew: one
-    snapshot (one connection) for both. Read before the build, in every process: a wake cached
-    before the project's last change (made through any worker) was stored under an older stamp
-    and is not served."""
-    project_id, focus, _ = key
-    stamp = wake_stamps.current(conn, project_id)
-    cached = None if refresh else wake_service.CACHE.get(key, stamp=stamp)
-    if cached is not None:
-        return stamp, cached, None
-    return stamp, None, wake_service.build(conn, project_id, focus)
 
 
 @router.get(
@@ -90,15 +74,17 @@ async def wake(
     project_id = caller.project_id
     focus = str(identity_id) if identity_id is not None else None
     key = (project_id, focus, format)
-    stamp, cached, document = await hearth.db.snapshot(_cached_or_built, key, refresh)
+    answer = await hearth.db.snapshot(wake_cache.read_or_build, key, refresh=refresh)
     state = "hit"
-    if cached is None:
+    if answer.cached is None:
+        document = answer.document
         assert document is not None
         state = "refresh" if refresh else "miss"
         body, media_type = render(document, format)
-        wake_service.CACHE.put(key, body, media_type, document["generated_at"], stamp=stamp)
         generated_at = document["generated_at"]
+        wake_cache.CACHE.put(key, body, media_type, generated_at, stamp=answer.stamp)
     else:
+        cached = answer.cached
         body, media_type, generated_at = cached.body, cached.media_type, cached.generated_at
     return Response(
         body,

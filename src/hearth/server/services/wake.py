@@ -11,10 +11,7 @@ cache) are written down in docs/wake.md.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +37,7 @@ from . import memories as memory_service
 from . import wake_counts, wake_metadata
 from .identities import expression_view, find
 from .times import iso
+from .wake_sections import SCOPE, SECTIONS
 
 DOCUMENT = "hearth-wake/v1"
 FORMATS = ("json", "md", "math", "anthropic", "openai")
@@ -58,9 +56,6 @@ TEMPLATE_LIMIT = 10
 FORK_LIMIT = 20
 THOUGHT_WINDOW = timedelta(hours=24)
 
-CACHE_TTL_S = 5.0
-CACHE_MAX_ENTRIES = 1_024
-
 
 # --- the document -------------------------------------------------------------------------------
 
@@ -73,6 +68,47 @@ class Focus:
     rule: str  # "named", "sole_active" or "project"
 
 
+@dataclass(frozen=True)
+class Scope:
+    """The ``identities`` section: who the wake is for, which every other section is built for
+    (services/wake_sections.py)."""
+
+    project_name: str
+    focus: Focus
+    agents: list[dict[str, Any]]  # the active identities listed, and a resting focus
+    active_count: int
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [self.focus.identity] if self.focus.identity is not None else self.agents
+
+    @property
+    def ids(self) -> list[str]:
+        return [row["id"] for row in self.rows]
+
+    @property
+    def focus_id(self) -> str | None:
+        return self.focus.identity["id"] if self.focus.identity is not None else None
+
+
+class _Build:
+    """One build's inputs: the scope and the counters, read once and only if needed."""
+
+    def __init__(self, conn: Connection, project_id: str, scope: Scope, now: datetime) -> None:
+        self.conn = conn
+        self.project_id = project_id
+        self.scope = scope
+        self.now = now
+        self._counts: wake_counts.Counts | None = None
+
+    @property
+    def counts(self) -> wake_counts.Counts:
+        if self._counts is None:
+            scopes = [wake_counts.PROJECT, *self.scope.ids]
+            self._counts = wake_counts.read(self.conn, self.project_id, scopes)
+        return self._counts
+
+
 def build(
     conn: Connection, project_id: str, identity_id: str | None, *, now: datetime | None = None
 ) -> dict[str, Any]:
@@ -83,6 +119,52 @@ def build(
     the focus; with several (or none) the wake covers the project with no focal identity.
     """
     now = now or utcnow()
+    return assemble(project_id, build_sections(conn, project_id, identity_id, now=now), now)
+
+
+def build_sections(
+    conn: Connection,
+    project_id: str,
+    identity_id: str | None,
+    *,
+    now: datetime,
+    kept: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The sections of the wake not in ``kept`` (sections of an earlier build that no change
+    since touched; they must hold the scope, ``identities``, or be empty)."""
+    kept = kept or {}
+    scope = kept.get(SCOPE)
+    built: dict[str, Any] = {}
+    if scope is None:
+        scope = built[SCOPE] = _scope(conn, project_id, identity_id)
+    work = _Build(conn, project_id, scope, now)
+    for name, builder in BUILDERS.items():
+        if name not in kept:
+            built[name] = builder(work)
+    return built
+
+
+def assemble(project_id: str, sections: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The document from its sections (``build_sections`` and those kept)."""
+    scope: Scope = sections[SCOPE]
+    focus_id = scope.focus_id
+    return {
+        "document": DOCUMENT,
+        "generated_at": iso(now),
+        "project": {"id": project_id, "name": scope.project_name},
+        "focus": {"identity_id": focus_id, "rule": scope.focus.rule},
+        "you": {"agents": sections["agents"], "active_count": scope.active_count},
+        "you_are_greeted": sections["greeted"],
+        "you_run": sections["runtimes"],
+        "you_own": sections["owned"],
+        "you_keep": sections["kept"],
+        "you_remember": sections["remembered"],
+        "you_bond": sections["bonds"],
+        "links": _links(focus_id),
+    }
+
+
+def _scope(conn: Connection, project_id: str, identity_id: str | None) -> Scope:
     agents = _active_identities(conn, project_id)
     # Fewer than the limit listed is the whole count; the focus rule needs no more than that.
     listed_all = len(agents) < AGENT_LIMIT
@@ -90,29 +172,14 @@ def build(
     if focus.identity is not None and all(a["id"] != focus.identity["id"] for a in agents):
         # A resting (inactive) identity can still be woken by name; it keeps everything.
         agents.append(focus.identity)
-    scope = [focus.identity] if focus.identity is not None else agents
-    scope_ids = [row["id"] for row in scope]
-    focus_id = focus.identity["id"] if focus.identity is not None else None
-    counts = wake_counts.read(conn, project_id, [wake_counts.PROJECT, *scope_ids])
-    active_total = len(agents) if listed_all else counts.of(counters.ACTIVE_IDENTITIES.kind)
+    active_count = len(agents) if listed_all else _active_count(conn, project_id)
     project = conn.execute(_PROJECT, {"project": project_id}).one()
-    return {
-        "document": DOCUMENT,
-        "generated_at": iso(now),
-        "project": {"id": project_id, "name": project.name},
-        "focus": {"identity_id": focus_id, "rule": focus.rule},
-        "you": {
-            "agents": [_agent(conn, row, focus_id) for row in agents],
-            "active_count": active_total,
-        },
-        "you_are_greeted": _greeted(conn, scope_ids),
-        "you_run": _runtimes(conn, project_id, now, counts),
-        "you_own": _owned(conn, project_id, counts),
-        "you_keep": _kept(conn, project_id, scope_ids, counts),
-        "you_remember": _remembered(conn, project_id, focus_id, now, counts),
-        "you_bond": _bonds(conn, project_id, scope, counts),
-        "links": _links(focus_id),
-    }
+    return Scope(project.name, focus, agents, active_count)
+
+
+def _active_count(conn: Connection, project_id: str) -> int:
+    counted = wake_counts.read(conn, project_id, [wake_counts.PROJECT])
+    return counted.of(counters.ACTIVE_IDENTITIES.kind)
 
 
 def _active_identities(conn: Connection, project_id: str) -> list[dict[str, Any]]:
@@ -133,6 +200,11 @@ def _focus(
     if active_total == 1:
         return Focus(agents[0], "sole_active")
     return Focus(None, "project")
+
+
+def _agents(work: _Build) -> list[dict[str, Any]]:
+    focus_id = work.scope.focus_id
+    return [_agent(work.conn, row, focus_id) for row in work.scope.agents]
 
 
 def _agent(conn: Connection, row: dict[str, Any], focus_id: str | None) -> dict[str, Any]:
@@ -157,10 +229,11 @@ def _agent(conn: Connection, row: dict[str, Any], focus_id: str | None) -> dict[
     }
 
 
-def _greeted(conn: Connection, scope_ids: list[str]) -> dict[str, Any]:
+def _greeted(work: _Build) -> dict[str, Any]:
     """Who has reached out to the identities in scope: senders of pending inbox messages and
     attesters of attestations received, one entry per (sender, identity), newest first.
     Message bodies are not shown: they are untrusted text and the wake is read into prompts."""
+    conn, scope_ids = work.conn, work.scope.ids
     greeted: list[dict[str, Any]] = []
     pending = 0
     if scope_ids:
@@ -189,13 +262,12 @@ def _greeted(conn: Connection, scope_ids: list[str]) -> dict[str, Any]:
     return {"agents": greeted[:GREETED_LIMIT], "senders": len(greeted), "pending_inbox": pending}
 
 
-def _runtimes(
-    conn: Connection, project_id: str, now: datetime, counts: wake_counts.Counts
-) -> dict[str, Any]:
+def _runtimes(work: _Build) -> dict[str, Any]:
+    conn, project_id, now = work.conn, work.project_id, work.now
     rows = conn.execute(_RUNTIMES, {"project": project_id, "limit": RUNTIME_LIMIT}).all()
     count = len(rows)
     if count == RUNTIME_LIMIT:
-        count = counts.of(counters.RUNTIMES.kind)
+        count = work.counts.of(counters.RUNTIMES.kind)
     recent: dict[str, tuple[int, datetime | None]] = {}
     if rows:
         for stat in conn.execute(
@@ -230,7 +302,8 @@ def _runtimes(
     return {"runtimes": entries, "count": count}
 
 
-def _owned(conn: Connection, project_id: str, counts: wake_counts.Counts) -> dict[str, Any]:
+def _owned(work: _Build) -> dict[str, Any]:
+    conn, project_id, counts = work.conn, work.project_id, work.counts
     params = {"project": project_id}
     wallet_rows = conn.execute(_WALLETS, params).all()
     template_rows = conn.execute(_TEMPLATES, {**params, "limit": TEMPLATE_LIMIT}).all()
@@ -262,15 +335,14 @@ def _owned(conn: Connection, project_id: str, counts: wake_counts.Counts) -> dic
     }
 
 
-def _kept(
-    conn: Connection, project_id: str, scope_ids: list[str], counts: wake_counts.Counts
-) -> dict[str, Any]:
+def _kept(work: _Build) -> dict[str, Any]:
     """Names and counts only: a vault value or a backup blob never enters the wake."""
+    conn, project_id, scope_ids = work.conn, work.project_id, work.scope.ids
     params = {"project": project_id}
     names = [r.name for r in conn.execute(_VAULT_NAMES, {**params, "limit": VAULT_NAME_LIMIT})]
     count = len(names)
     if count == VAULT_NAME_LIMIT:
-        count = counts.of(counters.VAULT.kind)
+        count = work.counts.of(counters.VAULT.kind)
     found = {r.agent_id: r for r in conn.execute(_BACKUPS, {"ids": scope_ids})} if scope_ids else {}
     key_backups = [
         {
@@ -284,22 +356,17 @@ def _kept(
     return {"vault": {"count": count, "names": names}, "key_backups": key_backups}
 
 
-def _remembered(
-    conn: Connection,
-    project_id: str,
-    focus_id: str | None,
-    now: datetime,
-    counted: wake_counts.Counts,
-) -> dict[str, Any]:
+def _remembered(work: _Build) -> dict[str, Any]:
     """With a focus: its selection plus the project-level memories, and their counts. Without
     one: the project-level selection, and the counts of the whole project."""
+    conn, project_id, focus_id, now = work.conn, work.project_id, work.scope.focus_id, work.now
     selected = memory_service.select_for_wake(
         conn, project_id, focus_id, MEMORY_LIMIT, now=now, include_project_level=True
     )
     if focus_id is None:
         counts = wake_counts.memory_totals(conn, project_id)
     else:
-        counts = counted.tiers([focus_id, wake_counts.PROJECT])
+        counts = work.counts.tiers([focus_id, wake_counts.PROJECT])
     if focus_id is None:
         entries = conn.execute(
             _PROJECT_CHRONICLE, {"project": project_id, "limit": CHRONICLE_LIMIT}
@@ -339,10 +406,8 @@ def _memory(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _bonds(
-    conn: Connection, project_id: str, scope: list[dict[str, Any]], counts: wake_counts.Counts
-) -> dict[str, Any]:
-    scope_ids = [row["id"] for row in scope]
+def _bonds(work: _Build) -> dict[str, Any]:
+    conn, project_id, scope, scope_ids = work.conn, work.project_id, work.scope.rows, work.scope.ids
     received: dict[str, Any] = {"count": 0, "recent": []}
     given: dict[str, Any] = {"count": 0, "recent": []}
     parents: list[dict[str, Any]] = []
@@ -350,12 +415,12 @@ def _bonds(
     if scope_ids:
         ids = {"ids": scope_ids}
         received = {
-            "count": counts.of(counters.RECEIVED.kind, scope_ids),
+            "count": work.counts.of(counters.RECEIVED.kind, scope_ids),
             "recent": [_attestation(r) for r in conn.execute(_RECEIVED, ids)],
         }
         mine = {"project": project_id, **ids}
         given = {
-            "count": counts.of(counters.GIVEN.kind, scope_ids),
+            "count": work.counts.of(counters.GIVEN.kind, scope_ids),
             "recent": [_attestation(r) for r in conn.execute(_GIVEN, mine)],
         }
         parent_ids = sorted({r["parent_identity_id"] for r in scope if r["parent_identity_id"]})
@@ -423,6 +488,19 @@ def _links(focus_id: str | None) -> dict[str, str]:
         links["authority"] = f"/v1/identities/{focus_id}/authority"
         links["key_backup"] = f"/v1/identity/backup/{focus_id}"
     return links
+
+
+# Every section but the scope, in the document's order (services/wake_sections.py).
+BUILDERS: dict[str, Callable[[_Build], Any]] = {
+    "agents": _agents,
+    "greeted": _greeted,
+    "runtimes": _runtimes,
+    "owned": _owned,
+    "kept": _kept,
+    "remembered": _remembered,
+    "bonds": _bonds,
+}
+assert set(BUILDERS) | {SCOPE} == set(SECTIONS), "every section has one builder"
 
 
 # --- statements, built once ---------------------------------------------------------------------
@@ -582,87 +660,13 @@ _FORKS = (
 )
 
 
-# --- the per-process cache ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cached:
-    body: bytes
-    media_type: str
-    generated_at: str
-    expires: float
-    stamp: int  # the project's change stamp read before the build (services/wake_stamps.py)
-
-
-CacheKey = tuple[str, str | None, str]  # (project, identity as asked, format)
-
-
-class WakeCache:
-    """Rendered wakes per (project, identity, format), kept for ``ttl`` seconds, each under the
-    project's change stamp read before it was built.
-
-    ``get`` serves an entry only if no change came after its stamp: any change bumps the stamp
-    in the database, so whichever process answers the next wake read misses and builds anew
-    (docs/wake.md, "the cache"). ``put`` never replaces an entry built under a newer stamp with
-    a slower build from an older one. ``invalidate(project)`` drops a project's entries early
-    (the event bus calls it): memory is freed, correctness does not rest on it. Thread-safe.
-    """
-
-    def __init__(
-        self,
-        ttl: float = CACHE_TTL_S,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        max_entries: int = CACHE_MAX_ENTRIES,
-    ) -> None:
-        self.ttl = ttl
-        self.clock = clock
-        self.max_entries = max_entries
-        self._entries: OrderedDict[CacheKey, Cached] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: CacheKey, *, stamp: int) -> Cached | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return None
-            # An entry built under a newer stamp than this reader saw holds all it must show.
-            if entry.expires <= self.clock() or entry.stamp < stamp:
-                del self._entries[key]
-                return None
-            self._entries.move_to_end(key)
-            return entry
-
-    def put(
-        self, key: CacheKey, body: bytes, media_type: str, generated_at: str, *, stamp: int
-    ) -> None:
-        with self._lock:
-            held = self._entries.get(key)
-            if held is not None and held.stamp > stamp and held.expires > self.clock():
-                return
-            self._entries[key] = Cached(
-                body, media_type, generated_at, self.clock() + self.ttl, stamp
-            )
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-
-    def invalidate(self, project_id: str) -> None:
-        with self._lock:
-            for key in [k for k in self._entries if k[0] == project_id]:
-                del self._entries[key]
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
-
-CACHE = WakeCache()
-
-
-def invalidate(project_id: str) -> None:
-    """Drop the project's cached wakes early; the event bus calls this on every change."""
-    CACHE.invalidate(project_id)
-
-
-__all__ = ["CACHE", "DOCUMENT", "FORMATS", "Cached", "Focus", "WakeCache", "build", "invalidate"]
+__all__ = [
+    "BUILDERS",
+    "DOCUMENT",
+    "FORMATS",
+    "Focus",
+    "Scope",
+    "assemble",
+    "build",
+    "build_sections",
+]
