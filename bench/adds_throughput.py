@@ -40,10 +40,12 @@ What it measures (docs/performance.md explains the figures):
 Ratios (of the median of the figures timed inside the child): publish/limit and open/limit
 against the goal 0.5; peak RSS (the largest of the repeats) against the goal 100 MB. For the
 commands: each one's ratio to the limit over the library's for the same operation, workers
-and sink (``CLI_REFERENCE``) against the goal 0.9; hearth MB/s over age MB/s, the median of
-the paired rounds, against the goal 2. The input file is freshly written, so it is read from
-the page cache, not the disk; ``os.sync()`` runs before each measurement, so that none pays
-for writing back another's dirty pages.
+and sink (``CLI_REFERENCE``) against the goal 0.9, twice: with the library timed inside its
+process (the call alone), and with it timed as a whole process like the command (interpreter
+start and imports included, as a program of its own calling the library pays them); hearth
+MB/s over age MB/s, the median of the paired rounds, against the goal 2. The input file is
+freshly written, so it is read from the page cache, not the disk; ``os.sync()`` runs before
+each measurement, so that none pays for writing back another's dirty pages.
 """
 
 from __future__ import annotations
@@ -193,6 +195,7 @@ class Run:
     seconds: float
     peak_rss_mb: float
     cpu_seconds: float
+    wall: float = 0.0  # the whole process, start-up and imports included, timed from outside
 
 
 @dataclass
@@ -217,6 +220,12 @@ class Result:
         """The slowest and the fastest of the repeats, in MB/s."""
         rates = [self.size / run.seconds / 1e6 if run.seconds > 0 else 0.0 for run in self.runs]
         return min(rates), max(rates)
+
+    @property
+    def whole_mb_per_s(self) -> float:
+        """MB/s of the whole process (the median wall time), start-up included."""
+        wall = statistics.median(run.wall or run.seconds for run in self.runs)
+        return self.size / wall / 1e6 if wall > 0 else 0.0
 
     @property
     def peak_rss_mb(self) -> float:
@@ -259,6 +268,7 @@ def run_child(
         seconds=seconds,
         peak_rss_mb=usage.ru_maxrss * 1024 / 1e6,  # kilobytes on Linux
         cpu_seconds=usage.ru_utime + usage.ru_stime,
+        wall=wall,
     )
 
 
@@ -394,13 +404,23 @@ class Report:
         return [*lines, *self.command_verdicts()]
 
     def versus_library(self) -> dict[str, dict[str, float]]:
-        """Each command's ratio to the limit over the library's, for the same operation."""
+        """Each command's ratio to the limit over the library's, for the same operation: the
+        library timed inside its process (the call alone: ``share``), and as a whole process
+        like the command, interpreter start and imports included (``share_whole``: what a
+        program of its own that calls the library pays)."""
         by_name = {result.name: result for result in self.results}
         shares = {}
         for cli, library in CLI_REFERENCE.items():
             if cli in by_name and library in by_name:
                 mine, theirs = self.ratio(by_name[cli]), self.ratio(by_name[library])
-                shares[cli] = {"cli": mine, "library": theirs, "share": mine / theirs}
+                whole = by_name[library].whole_mb_per_s / self.limit_mb_per_s
+                shares[cli] = {
+                    "cli": mine,
+                    "library": theirs,
+                    "share": mine / theirs,
+                    "library_whole": whole,
+                    "share_whole": mine / whole if whole > 0 else 0.0,
+                }
         return shares
 
     def versus_age(self) -> dict[str, dict[str, float]]:
@@ -418,7 +438,13 @@ class Report:
             verdict = "met" if share["share"] >= GOAL_CLI_SHARE else "missed"
             lines.append(
                 f"{cli} ratio / library ratio ({CLI_REFERENCE[cli]}) = {share['share']:.3f} "
-                f"(cli {share['cli']:.3f} of the limit, library {share['library']:.3f}; goal "
+                f"(cli {share['cli']:.3f} of the limit, library {share['library']:.3f} timed "
+                f"inside; goal {GOAL_CLI_SHARE}): goal {verdict}"
+            )
+            verdict = "met" if share["share_whole"] >= GOAL_CLI_SHARE else "missed"
+            lines.append(
+                f"{cli} ratio / library ratio as whole processes = {share['share_whole']:.3f} "
+                f"(library {share['library_whole']:.3f} with its start-up; goal "
                 f"{GOAL_CLI_SHARE}): goal {verdict}"
             )
         if self.commands is not None and self.commands.age_skipped is not None:
@@ -509,6 +535,7 @@ class Report:
                     "slowest_mb_per_s": result.spread[0],
                     "fastest_mb_per_s": result.spread[1],
                     "seconds": [run.seconds for run in result.runs],
+                    "whole_process_seconds": [run.wall for run in result.runs],
                     "cpu_seconds": result.cpu_seconds,
                     "peak_rss_mb": result.peak_rss_mb,
                 }

@@ -113,6 +113,10 @@ def test_without_age_the_report_says_so(tmp_path: Path) -> None:
     assert "age: skipped (--no-age)" in summary["verdicts"]
     assert summary["versus_age"] == {}
     assert set(summary["versus_library"]) == {"cli publish", "cli open"}
+    for share in summary["versus_library"].values():
+        # The library as a whole process pays its start-up too: never faster than its call.
+        assert 0 < share["library_whole"] <= share["library"]
+        assert share["share_whole"] >= share["share"]
     assert [r["name"] for r in summary["runs"]] == RUNS
 
 

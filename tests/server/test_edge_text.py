@@ -259,6 +259,9 @@ NAME = "<member name>"  # a step naming a free member's name rather than its val
 Step = str | int
 
 
+FREE_LEVELS = 3  # levels of free-form JSON (free members, arrays within them) the sweep enters
+
+
 class OpenApi:
     """Minimal bodies from an OpenAPI document and the string fields they can carry."""
 
@@ -315,10 +318,15 @@ class OpenApi:
             return False
         return None
 
-    def string_paths(self, schema: dict[str, Any], depth: int = 0) -> Iterator[tuple[Step, ...]]:
-        """Every place a string can go in a value of ``schema``: object members at any depth,
-        the first item of arrays, and the names and values of free members."""
-        if depth > 12:
+    def string_paths(
+        self, schema: dict[str, Any], depth: int = 0, free: int = 0
+    ) -> Iterator[tuple[Step, ...]]:
+        """Every place a string can go in a value of ``schema``: declared object members at any
+        depth, the first item of arrays, and the names and values of free members, down to
+        ``FREE_LEVELS`` levels of free-form JSON (a recursive JSON type branches at every level,
+        and the edge's check walks a decoded value the same way at each: 2^12 paths per free
+        field proved nothing that three levels do not)."""
+        if depth > 12 or free > FREE_LEVELS:
             return
         for shape in self.options(schema):
             kind = shape.get("type")
@@ -326,17 +334,18 @@ class OpenApi:
                 yield ()
             if kind == "object" or "properties" in shape:
                 for name, member in shape.get("properties", {}).items():
-                    for rest in self.string_paths(member, depth + 1):
+                    for rest in self.string_paths(member, depth + 1, free):
                         yield (name, *rest)
-                free = shape.get("additionalProperties", False)
-                if free is not False:
+                extra = shape.get("additionalProperties", False)
+                if extra is not False:
                     yield (NAME,)
                     for rest in self.string_paths(
-                        free if isinstance(free, dict) else {}, depth + 1
+                        extra if isinstance(extra, dict) else {}, depth + 1, free + 1
                     ):
                         yield ("k", *rest)
             if kind == "array":
-                for rest in self.string_paths(shape.get("items", {}), depth + 1):
+                inside = free + 1 if free else 0  # an array within free-form JSON is a level
+                for rest in self.string_paths(shape.get("items", {}), depth + 1, inside):
                     yield (0, *rest)
 
     def build(self, schema: dict[str, Any], path: tuple[Step, ...], text: str) -> Any:
