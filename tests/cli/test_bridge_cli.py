@@ -24,6 +24,7 @@ from tests.support.bridge import (
 )
 from tests.support.live import Live, live_service, sqlite_settings
 from tests.support.polling import eventually
+from tests.support.processes import finish, stop
 
 WAIT_S = 20.0
 
@@ -66,8 +67,7 @@ def test_a_real_bridge_process_decrypts_under_the_users_k_master(
             )
         assert refused.value.code == "decrypt_failed"
     finally:
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=WAIT_S)
+        _, stderr = stop(process, signal.SIGINT, WAIT_S)
     assert process.returncode == 0, stderr
     assert "bridge stopped" in stderr
     assert "refused: decrypt_failed" in stderr  # -v logs outcomes...
@@ -81,7 +81,7 @@ def test_a_real_bridge_process_decrypts_under_the_users_k_master(
 def test_a_refused_control_token_ends_the_process_with_status_1(live: Live, tmp_path: Path) -> None:
     bridged = provision(live)
     process = start_bridge(bridge_args(tmp_path, bridged, token="hrt_wrong"), tmp_path)
-    _, stderr = process.communicate(timeout=WAIT_S)
+    _, stderr = finish(process, WAIT_S)
     assert process.returncode == 1
     assert "HTTP 401" in stderr
     assert "invalid_control_token" in stderr

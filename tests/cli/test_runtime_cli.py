@@ -32,6 +32,7 @@ from hearth.proofs.thoughts import ThoughtOpenError, open_thought
 from tests.support.agents import Agent, register
 from tests.support.fake_llm import FakeLlm, reply_text
 from tests.support.live import Live, live_on
+from tests.support.processes import as_background, finish, stop
 
 WAIT_S = 30.0
 API_KEY = "sk-user-own-key-0123456789"
@@ -125,7 +126,13 @@ def user(live: Live, tmp_path: Path) -> User:
     )
 
 
-def start(user: User, runtime_id: str, *args: str, env: dict[str, str] | None = None) -> Any:
+def start(
+    user: User,
+    runtime_id: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    background: bool = False,
+) -> Any:
     command = [
         sys.executable,
         "-m",
@@ -142,7 +149,7 @@ def start(user: User, runtime_id: str, *args: str, env: dict[str, str] | None = 
     environment = {"PATH": "/usr/bin:/bin", "HOME": str(user.home.parent)}
     environment.update(env or {})
     return subprocess.Popen(
-        command,
+        as_background(command) if background else command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -153,7 +160,7 @@ def start(user: User, runtime_id: str, *args: str, env: dict[str, str] | None = 
 
 def run_once(user: User, runtime_id: str, *args: str, **env: str) -> tuple[int, str]:
     process = start(user, runtime_id, "--once", "-v", *args, env=env)
-    _, stderr = process.communicate(timeout=WAIT_S)
+    _, stderr = finish(process, WAIT_S)
     return process.returncode, stderr
 
 
@@ -319,11 +326,22 @@ def test_a_device_key_signs_and_nothing_waiting_exits_cleanly(user: User, tmp_pa
     assert thought["signing_key_id"] == "desk-1"
 
 
-def test_ctrl_c_stops_the_loop(user: User, tmp_path: Path) -> None:
+@pytest.mark.parametrize("job", ["foreground", "background"])
+def test_ctrl_c_stops_the_loop(user: User, tmp_path: Path, job: str) -> None:
+    # In the background (SIGINT ignored from the start, as under `setsid make test &`) Ctrl-C
+    # must stop the loop all the same: the loop sets its own handler instead of inheriting one.
     runtime_id = user.provision()
     script = tmp_path / "ok.py"
     script.write_text("import sys\nsys.stdin.read()\nprint('ok')\n", encoding="utf-8")
-    process = start(user, runtime_id, "--command", f"{sys.executable} {script}", "--poll", "0.05")
+    process = start(
+        user,
+        runtime_id,
+        "--command",
+        f"{sys.executable} {script}",
+        "--poll",
+        "0.05",
+        background=job == "background",
+    )
     try:
         message_id = user.send("while you run")
         deadline = time.monotonic() + WAIT_S
@@ -332,8 +350,7 @@ def test_ctrl_c_stops_the_loop(user: User, tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the loop did not complete the message"
             time.sleep(0.05)
     finally:
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=WAIT_S)
+        _, stderr = stop(process, signal.SIGINT, WAIT_S)
     assert process.returncode == 0, stderr
     assert "runtime loop stopped" in stderr
 

@@ -38,6 +38,7 @@ from tests.support.fake_llm import FakeLlm, reply_text
 from tests.support.identities import Owner, register_key
 from tests.support.live import Live, live_on
 from tests.support.polling import eventually
+from tests.support.processes import stop
 from tests.support.runtimes import MASTER_KEY, bridged_body, new_project
 from tests.support.think import (
     WAIT_S,
@@ -310,8 +311,7 @@ def test_bridged_cycle_through_a_real_bridge_process(live: Live, tmp_path: Path)
             assert answer.status_code == 201, answer.text
             eventually(lambda: message_status(live, posted["id"]) == "done", "the bridged cycle")
         finally:
-            process.send_signal(signal.SIGINT)
-            process.communicate(timeout=WAIT_S)
+            stop(process, signal.SIGINT, WAIT_S)
 
         strand_id, stored = strand_thoughts(client, rid)
         assert len(stored) == 1

@@ -419,7 +419,13 @@ def _loop(
     client: HearthClient, config: SelfRuntimeConfig, provider: Provider, *, once: bool
 ) -> int:
     # SIGTERM stops the loop as Ctrl-C does: a message being thought about is released first.
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # SIGINT is set too, not inherited: a process started in the background (`cmd &`, setsid,
+    # an editor's or scheduler's job) begins with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler of its own, so Ctrl-C sent to it would do nothing.
+    previous = {
+        signum: signal.signal(signum, signal.default_int_handler)
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
     loop = SelfRuntime(client, config, provider)
     try:
         failed = loop.run(once=once)
@@ -429,7 +435,8 @@ def _loop(
         errors.print("runtime loop stopped")
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         close = getattr(provider, "close", None)
         if close is not None:
             close()
