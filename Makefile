@@ -1,12 +1,17 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 # Both build .venv/ from uv.lock when it is missing or older than the lock; `make install` does
-# only that. uv is installed with pip (user site) when the machine lacks it. The dependencies'
-# bytecode is compiled once at install: a Python that may not write it (PYTHONDONTWRITEBYTECODE,
-# as on the CI machines) otherwise compiles typer, rich and the rest at every start of every
-# `hearth` process (bench/cli_start.py, docs/performance.md).
+# only that. uv is the machine's when it has one (on PATH, or as PYTHON's module); otherwise it
+# is installed with pip into a private venv, .uv/, so that an "externally managed" interpreter
+# (PEP 668: Debian's and Ubuntu's python3, where `pip install --user` is refused) works as well
+# as any other and nothing is written outside this folder. .venv/ is made for PYTHON itself, and
+# uv never downloads a Python of its own. The dependencies' bytecode is compiled once at install:
+# a Python that may not write it (PYTHONDONTWRITEBYTECODE, as on the CI machines) otherwise
+# compiles typer, rich and the rest at every start of every `hearth` process
+# (bench/cli_start.py, docs/performance.md).
 SHELL := /bin/bash
 PYTHON ?= python3
-UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+PRIVATE_UV := .uv/bin/uv
+UV := $(shell command -v uv 2>/dev/null || ($(PYTHON) -m uv --version >/dev/null 2>&1 && echo "$(PYTHON) -m uv") || echo $(PRIVATE_UV))
 VENV := .venv
 STAMP := $(VENV)/.synced
 
@@ -14,10 +19,14 @@ STAMP := $(VENV)/.synced
 
 install: $(STAMP)
 
-$(STAMP): uv.lock pyproject.toml
-	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --user uv || $(PYTHON) -m pip install --quiet uv
-	$(UV) sync --frozen --compile-bytecode
+$(STAMP): uv.lock pyproject.toml $(filter $(PRIVATE_UV),$(UV))
+	UV_PYTHON_DOWNLOADS=never $(UV) sync --frozen --compile-bytecode --python "$$(command -v $(PYTHON))"
 	@touch $(STAMP)
+
+$(PRIVATE_UV):
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "$(PYTHON) has no venv/ensurepip module: install your distribution's venv package (Debian and Ubuntu: apt-get install python3-venv), or uv, then run make again" >&2; exit 1; }
+	$(PYTHON) -m venv .uv
+	.uv/bin/python -m pip install --quiet --disable-pip-version-check uv
 
 # Serves on 127.0.0.1:8000 with a SQLite file (var/hearth.sqlite3), created and migrated on first
 # start; the project's own wheel is built into var/dist for package discovery.
@@ -55,4 +64,4 @@ vectors: $(STAMP)
 	$(VENV)/bin/python -m tests.vectors.generate
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .uv .mypy_cache .pytest_cache .ruff_cache
