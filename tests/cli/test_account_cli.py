@@ -338,3 +338,23 @@ def test_a_lost_registration_answer_still_delivers_the_words(
         run(["recover", "--base-url", service, "--mnemonic-file", str(words_file)], home)
     )
     assert "did:svc:" in recovered.stdout
+
+
+def test_without_a_terminal_register_names_what_to_give_and_registers_nothing(
+    service: str, tmp_path: Path
+) -> None:
+    # As in a script or CI: no passphrase given and nothing on stdin. A hidden prompt could only
+    # abort; the error says which option or variable to use, and no identity is made.
+    home = tmp_path / "home"
+    words = tmp_path / "words.txt"
+    args = ["register", "--name", "Wren", "--base-url", service, "--mnemonic-file", str(words)]
+    refused = run(args, home, passphrase=None, input="")
+    assert refused.exit_code == 2, refused.output
+    assert "--passphrase-file or $HEARTH_PASSPHRASE" in refused.stderr
+    assert not (home / "profile.json").exists()
+    assert not words.exists()
+    with httpx2.Client(base_url=service) as client:
+        assert client.get("/public/agents").json()["agents"] == []
+    # Piped, the first line of stdin is the passphrase.
+    ok(run(args, home, passphrase=None, input="correct horse battery staple\n"))
+    assert (home / "profile.json").exists()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -233,11 +234,10 @@ def read_passphrase(passphrase_file: Path | None, *, confirm: bool) -> str:
     elif os.environ.get(PASSPHRASE_ENV):
         passphrase = os.environ[PASSPHRASE_ENV]
     else:
-        passphrase = typer.prompt(
+        passphrase = _prompt(
             "Passphrase for the local key file" + (" (new)" if confirm else ""),
-            hide_input=True,
-            confirmation_prompt=confirm,
-            err=True,
+            confirm=confirm,
+            instead=f"--passphrase-file or ${PASSPHRASE_ENV}",
         )
     if not passphrase:
         usage_error("the passphrase must not be empty")
@@ -250,8 +250,19 @@ def read_mnemonic(mnemonic_file: Path | None) -> str:
             return mnemonic_file.read_text(encoding="utf-8")
         except OSError as exc:
             usage_error(f"cannot read the mnemonic file {mnemonic_file}: {exc.strerror}")
-    words: str = typer.prompt("Your 24 words", hide_input=True, err=True)
-    return words
+    return _prompt("Your 24 words", confirm=False, instead="--mnemonic-file")
+
+
+def _prompt(text: str, *, confirm: bool, instead: str) -> str:
+    """A hidden prompt on a terminal. Without one (a pipe, a script, CI) the answer is the first
+    line of stdin, asked once; with nothing there it says what to give instead of aborting."""
+    if sys.stdin.isatty():
+        answer: str = typer.prompt(text, hide_input=True, confirmation_prompt=confirm, err=True)
+        return answer
+    line = sys.stdin.readline()
+    if not line:
+        usage_error(f"no terminal to ask for {text[0].lower() + text[1:]!r} on: give {instead}")
+    return line.rstrip("\r\n")
 
 
 # ---- clients -------------------------------------------------------------------------------
