@@ -44,6 +44,14 @@ def test_keys_generate_writes_private_pem_files(tmp_path: Path) -> None:
     }
 
 
+def test_keys_generate_makes_the_prefix_folder_private(tmp_path: Path) -> None:
+    # `--out keys/alice` on a fresh checkout, as the README shows it.
+    code, _, err = run("keys", "generate", "--out", str(tmp_path / "keys" / "alice"))
+    assert code == 0, err
+    assert stat.S_IMODE((tmp_path / "keys").stat().st_mode) == 0o700
+    assert (tmp_path / "keys" / "alice.ed25519.pem").is_file()
+
+
 def test_keys_generate_never_overwrites_without_force(tmp_path: Path) -> None:
     assert run("keys", "generate", "--out", str(tmp_path / "k"))[0] == 0
     before = (tmp_path / "k.ed25519.pem").read_bytes()

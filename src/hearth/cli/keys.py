@@ -52,6 +52,9 @@ def generate(
                 typer.echo(f"error: {path} exists (use --force to replace it)", err=True)
                 raise typer.Exit(1)
     try:
+        # The prefix's folder is made when missing (`--out keys/alice` on a fresh checkout),
+        # private like the files in it.
+        out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_private(signing_path, private_key_pem(pair.signing), overwrite=force)
         write_private(box_path, private_key_pem(pair.box), overwrite=force)
     except OSError as exc:
