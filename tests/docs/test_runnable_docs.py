@@ -16,7 +16,7 @@ from tests.support.live import Live, live_service, sqlite_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "tests" / "support" / "doc_runner.py"
-DOCS = ["README.md"]
+DOCS = ["README.md", "docs/quickstart.md"]
 DOC_WAIT_S = 900  # a guard against a hung document, never a speed
 
 

@@ -157,12 +157,13 @@ def main() -> int:
             error = run_python(block, namespace, args.base_url, args.doc)
         else:
             continue
-        ran += 1
-        print(f"{args.doc.name}:{block.line}: {block.lang} block ran")
         sys.stdout.flush()
         if error is not None:
             print(f"FAILED: {args.doc}:{block.line} ({block.lang} block)\n{error}")
             return 1
+        ran += 1
+        print(f"{args.doc.name}:{block.line}: {block.lang} block ran")
+        sys.stdout.flush()
     print(f"{ran} blocks ran")
     return 0
 
