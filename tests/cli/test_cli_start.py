@@ -134,7 +134,10 @@ def test_no_arguments_shows_the_help_without_imports(tmp_path: Path) -> None:
     assert loaded(modules, COMMAND_MODULES) == []
 
 
-@pytest.mark.parametrize("group", ["adds", "keys", "runtime"])
+@pytest.mark.parametrize(
+    "group",
+    ["adds", "keys", "runtime", "vault", "inbox", "wallet", "templates", "attestations", "strands"],
+)
 def test_a_group_help_imports_that_group_only(tmp_path: Path, group: str) -> None:
     done, modules = run_cli(tmp_path, group, "--help")
     assert done.returncode == 0, done.stderr

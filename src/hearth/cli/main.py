@@ -74,6 +74,16 @@ COMMANDS: dict[str, LazyCommand] = {
         "bridge",
         "Connect to the runtime's bridge and answer its decrypt/encrypt requests until Ctrl-C.",
     ),
+    "elevate": LazyCommand(
+        "hearth.cli.elevate",
+        "elevate",
+        "Elevate an identity to Level 1 on a sponsor's statement (`hearth attestations sign`).",
+    ),
+    "chronicle": LazyCommand(
+        "hearth.cli.chronicle",
+        "chronicle",
+        "List the project's chronicle, newest first: what happened and what was refused.",
+    ),
     "keys": LazyCommand(
         "hearth.cli.keys",
         "app",
@@ -98,6 +108,36 @@ COMMANDS: dict[str, LazyCommand] = {
         "hearth.cli.runtime",
         "app",
         "Provision and inspect runtimes; run a self runtime's think-loop on this machine.",
+    ),
+    "vault": LazyCommand(
+        "hearth.cli.vault",
+        "app",
+        "Store, list, describe and delete the project's secrets (values never shown).",
+    ),
+    "inbox": LazyCommand(
+        "hearth.cli.inbox",
+        "app",
+        "Send a message to an identity; list an identity's inbox.",
+    ),
+    "wallet": LazyCommand(
+        "hearth.cli.wallet",
+        "app",
+        "List wallets, show a wallet and its ledger, move credits between wallets.",
+    ),
+    "templates": LazyCommand(
+        "hearth.cli.templates",
+        "app",
+        "List, show, publish and buy templates; bring an agent to life from one.",
+    ),
+    "attestations": LazyCommand(
+        "hearth.cli.attestations",
+        "app",
+        "Sign, keep and list sponsors' statements about identities.",
+    ),
+    "strands": LazyCommand(
+        "hearth.cli.strands",
+        "app",
+        "Create, list and show an identity's strands of thought.",
     ),
 }
 
