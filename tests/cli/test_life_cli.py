@@ -5,8 +5,10 @@ standard error with a non-zero exit and nothing on standard output."""
 
 from __future__ import annotations
 
+import base64
 import json
 import stat
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,3 +153,23 @@ def test_strands_and_the_inbox(live: Live, tmp_path: Path) -> None:
     assert [(m["id"], m["body"]) for m in messages] == [(sent["id"], "hello there")]
     assert "hello there" in ok(run(["inbox", "list"], home)).stdout
     refused(run(["inbox", "send", "hi", "--identity", unknown], home), "not_found", 404)
+
+
+def test_a_bridged_runtime_takes_the_key_keys_generate_prints(live: Live, tmp_path: Path) -> None:
+    """``hearth keys generate`` prints base64url; ``runtime create --bridge-pubkey`` takes it
+    as it is (the service is sent standard base64) and makes up the key id when none is given."""
+    home, _profile = home_with_identity(live, tmp_path, "Bridger")
+    generated = ok(run(["keys", "generate", "--out", str(tmp_path / "bridge")], home)).stdout
+    printed = dict(line.split(": ") for line in generated.splitlines())["ed25519_public_key"]
+    raw = base64.urlsafe_b64decode(printed + "=" * (-len(printed) % 4))
+    create = ["runtime", "create", "--mode", "bridged", "--name", "Desk", "--json"]
+    create += ["--provider", "anthropic", "--model", "claude-test", "--vault-key", "llm-key"]
+    made = ok(run([*create, "--bridge-pubkey", printed], home))
+    record = json.loads(made.stdout)
+    assert record["bridge"]["pubkey"] == base64.b64encode(raw).decode()
+    assert uuid.UUID(record["bridge"]["key_id"]).version == 4
+    assert "control token" in made.stderr
+    assert record["control_token"]  # shown once, inside the one JSON document
+    wrong = run([*create, "--bridge-pubkey", printed[:-4]], home)
+    assert wrong.exit_code == 2
+    assert "--bridge-pubkey" in wrong.stderr

@@ -52,7 +52,7 @@ def grant_command(
     audience_key: str | None = typer.Option(
         None,
         "--audience-key",
-        help="The reader's X25519 public key, base64url.",
+        help="The reader's X25519 public key (base64url or base64).",
         show_default=False,
     ),
     audience_key_file: Path | None = typer.Option(

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hearth.adds import AddsError, b64url_decode, b64url_encode, next_head, resolve_heads
+from hearth.adds import AddsError, b64url_encode, next_head, resolve_heads
+from hearth.cli.key_text import decode_key
 
 from .files import check_writable, emit, read
 from .inputs import current_time, ed25519_key, is_cid
@@ -114,7 +115,7 @@ def head_resolve_command(
     issuer_key: str | None = typer.Option(
         None,
         "--issuer-key",
-        help="Only heads signed by this Ed25519 public key (base64url).",
+        help="Only heads signed by this Ed25519 public key (base64url or base64).",
         show_default=False,
     ),
     bearer_file: Path | None = BEARER_OPTION,
@@ -130,11 +131,11 @@ def head_resolve_command(
     key_bytes: bytes | None = None
     if issuer_key is not None:
         try:
-            key_bytes = b64url_decode(issuer_key)
+            key_bytes = decode_key(issuer_key, what="--issuer-key")
         except ValueError as exc:
-            usage(f"--issuer-key is not base64url: {exc}")
-        if len(key_bytes) != 32:
-            usage("--issuer-key is a 32-byte Ed25519 public key")
+            usage(f"{exc} (a 32-byte Ed25519 public key)")
+        # A node is asked in ADDS's spelling, whichever alphabet the key was typed in.
+        issuer_key = b64url_encode(key_bytes)
     if from_url is not None:
         if names:
             usage("give head files or --from URL, not both")
