@@ -18,6 +18,8 @@ import typer
 from typer import _click
 from typer.core import TyperCommand, TyperGroup
 
+from .help_text import plain_metavars
+
 
 @dataclass(frozen=True)
 class LazyCommand:
@@ -160,7 +162,9 @@ def load_command(name: str) -> _click.Command:
         parent.command(name)(target)
     else:
         raise TypeError(f"{entry.module}.{entry.attribute} is neither a Typer nor a function")
-    return typer.main.get_group(parent).commands[name]
+    command = typer.main.get_group(parent).commands[name]
+    plain_metavars(command)
+    return command
 
 
 class LazyGroup(TyperGroup):
@@ -172,6 +176,7 @@ class LazyGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        plain_metavars(self)  # before the placeholders: they have no parameters to relabel
         self._listing = False
         self._loaded: set[str] = set()
         for name, entry in COMMANDS.items():
