@@ -15,7 +15,15 @@ from hearth.cli.key_text import decode_key
 from .files import check_writable, emit, read
 from .inputs import current_time, ed25519_key, is_cid
 from .node import ask, bearer_for, submit_document
-from .options import BEARER_OPTION, FORCE_OPTION, NOW_OPTION, out_option, submit_option
+from .options import (
+    BEARER_OPTION,
+    FORCE_OPTION,
+    NOW_OPTION,
+    SUBMIT_ALIAS,
+    node_option,
+    node_url,
+    out_option,
+)
 from .report import fail, note, problems_text, usage
 
 if TYPE_CHECKING:
@@ -48,7 +56,8 @@ def head_new_command(
     now: int | None = NOW_OPTION,
     out: Path | None = out_option("head"),
     force: bool = FORCE_OPTION,
-    submit: str | None = submit_option("head"),
+    node: str | None = node_option("head"),
+    submit_alias: str | None = SUBMIT_ALIAS,
     bearer_file: Path | None = BEARER_OPTION,
 ) -> None:
     """Sign the next head of the history (your key, --head-id), pointing at --manifest.
@@ -58,6 +67,7 @@ def head_new_command(
     --previous that is not a valid head is refused: a history read in part could reuse a
     sequence. The head's CID and sequence are printed on stderr.
     """
+    submit = node_url(node, submit_alias)
     if not is_cid(manifest):
         usage(f"--manifest {manifest!r} is not an ADDS CID")
     if out is not None and str(out) != "-":
