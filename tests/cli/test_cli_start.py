@@ -297,3 +297,11 @@ def test_help_shows_names_not_type_placeholders(path: tuple[str, ...], command: 
         assert noise not in result.output, (noise, result.output)
     usage = next(line for line in result.output.splitlines() if "Usage:" in line)
     assert "{" not in usage, usage  # help texts may quote URL templates; the usage may not
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_is_in_the_readme_and_docs_cli(name: str) -> None:
+    """The README's command list and docs/cli.md's table name every top-level command."""
+    root = Path(__file__).resolve().parents[2]
+    assert f"`{name}" in (root / "README.md").read_text(encoding="utf-8")
+    assert f"`hearth {name}" in (root / "docs" / "cli.md").read_text(encoding="utf-8")
