@@ -292,6 +292,8 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
     ("strands", "create"): lambda w: ["strands", "create", "another"],
     ("strands", "show"): lambda w: ["strands", "show", w.values["strand"]],
     ("strands", "list"): lambda w: ["strands", "list"],
+    ("strands", "write"): lambda w: ["strands", "write", w.values["strand"], "a thought"],
+    ("strands", "thoughts"): lambda w: ["strands", "thoughts", w.values["strand"]],
 }
 
 DATA = [path for path, _command in ALL if path not in NO_DATA]

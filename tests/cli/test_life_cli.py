@@ -147,6 +147,14 @@ def test_strands_and_the_inbox(live: Live, tmp_path: Path) -> None:
     unknown = "00000000-0000-4000-8000-000000000000"
     refused(run(["strands", "show", unknown], home), "not_found", 404)
 
+    # A thought sealed here, the service keeping only its sealed bytes, opened here again.
+    written = as_json(run(["strands", "write", strand["id"], "a quiet idea", "--json"], home))
+    assert (written["seq"], written["next_seq"]) == (1, 2)
+    read = as_json(run(["strands", "thoughts", strand["id"], "--json"], home))
+    assert [(t["seq"], t["text"]) for t in read] == [(1, "a quiet idea")]
+    assert "a quiet idea" in ok(run(["strands", "thoughts", strand["id"]], home)).stdout
+    refused(run(["strands", "write", unknown, "lost"], home), "not_found", 404)
+
     sent = as_json(run(["inbox", "send", "hello there", "--sender", "tester", "--json"], home))
     assert (sent["identity_id"], sent["sender"]) == (profile["identity_id"], "tester")
     messages = as_json(run(["inbox", "list", "--json"], home))

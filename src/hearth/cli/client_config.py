@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from hearth.client import HearthClient, HearthError
     from hearth.client.backup import SealedBackup
+    from hearth.client.mnemonic_keys import IdentityKeys
     from hearth.proofs.key_types import Ed25519PrivateKey
 
 HOME_ENV = "HEARTH_HOME"
@@ -247,8 +248,9 @@ def keys_path(home: Path) -> Path:
     return home / KEYS_FILE
 
 
-def open_root_key(home: Path, profile: Profile, passphrase_file: Path | None) -> Ed25519PrivateKey:
-    """The home identity's root key, opened from its sealed key file with the passphrase."""
+def open_home_keys(home: Path, profile: Profile, passphrase_file: Path | None) -> IdentityKeys:
+    """The home identity's keys (root key, box key, strand master), opened from its sealed key
+    file with the passphrase."""
     from hearth.client.backup import BackupError, open_backup  # noqa: PLC0415 (client stack)
 
     sealed, record = load_sealed_keys(keys_path(home))
@@ -257,10 +259,14 @@ def open_root_key(home: Path, profile: Profile, passphrase_file: Path | None) ->
     passphrase = read_passphrase(passphrase_file, confirm=False)
     with errors.status("Opening the local key file (argon2id)..."):
         try:
-            keys = open_backup(sealed.blob_base64, sealed.key_derivation, passphrase)
+            return open_backup(sealed.blob_base64, sealed.key_derivation, passphrase)
         except BackupError as exc:
             failure(f"cannot open {keys_path(home)}: {exc}")
-    return keys.signing
+
+
+def open_root_key(home: Path, profile: Profile, passphrase_file: Path | None) -> Ed25519PrivateKey:
+    """The home identity's root key, opened from its sealed key file with the passphrase."""
+    return open_home_keys(home, profile, passphrase_file).signing
 
 
 # ---- secrets from the user -------------------------------------------------------------------

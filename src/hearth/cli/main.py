@@ -139,7 +139,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "strands": LazyCommand(
         "hearth.cli.strands",
         "app",
-        "Create, list and show an identity's strands of thought.",
+        "Create, list and show an identity's strands of thought; write and read thoughts.",
     ),
 }
 
