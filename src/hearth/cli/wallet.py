@@ -149,6 +149,7 @@ def fund(  # noqa: PLR0917 - typer reads options from the signature
     source: str | None = typer.Option(
         None,
         "--from",
+        metavar="WALLET_ID",
         help="The wallet paying (default: this home's identity's wallet).",
         show_default=False,
     ),
