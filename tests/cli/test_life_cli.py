@@ -131,6 +131,10 @@ def test_a_sponsor_signs_and_the_subject_elevates(live: Live, tmp_path: Path) ->
     assert "Attestations of project" in ok(run(["attestations", "list"], home)).stdout
     refused(run(["elevate", str(statement)], home), "already_elevated", 409)
     assert "Chronicle of project" in ok(run(["chronicle", "--limit", "5"], home)).stdout
+    # Another project's identity does not exist here; a kind the chronicle has not, neither.
+    refused(run(["chronicle", "--identity", sponsor["identity_id"]], home), "not_found", 404)
+    refused(run(["chronicle", "--kind", "gossip"], home), "validation_error", 422)
+    refused(run(["attestations", "add", "-"], home, input=own), "no_self_sponsorship", 403)
 
 
 def test_strands_and_the_inbox(live: Live, tmp_path: Path) -> None:
