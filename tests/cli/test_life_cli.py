@@ -70,7 +70,10 @@ def test_wallet_shows_lists_and_moves_credits(live: Live, tmp_path: Path) -> Non
     assert (shown["id"], shown["balance"]) == (mine["id"], mine["balance"])
     # A second wallet of the project to move credits into: a child of this home's identity
     # (fork's parent defaults to it, as wake's identity does).
-    ok(run(["fork", "--name", "Child", "--save-key", str(tmp_path / "child.pem")], home))
+    forked = as_json(
+        run(["fork", "--name", "Child", "--save-key", str(tmp_path / "child.pem"), "--json"], home)
+    )
+    assert forked["parent_identity_id"] == profile["identity_id"]
     (child,) = [
         w for w in as_json(run(["wallet", "list", "--json"], home)) if w["id"] != mine["id"]
     ]
