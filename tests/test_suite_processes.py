@@ -26,7 +26,7 @@ ORPHAN = (
 )
 
 
-def run(script: str) -> str:
+def run_python(script: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)],
         cwd=ROOT,
@@ -40,7 +40,7 @@ def run(script: str) -> str:
 
 
 def test_an_orphan_is_adopted_named_and_killed() -> None:
-    out = run(
+    out = run_python(
         f"""
         import os, subprocess, sys
         from tests.support.processes import Guard, descendants
@@ -60,7 +60,7 @@ def test_without_the_guard_the_orphan_would_go_unseen() -> None:
     # The same orphan without adoption goes to init (or to this session's guard, whichever is
     # the nearest subreaper): it is not a descendant of the process that made it. This is why the
     # guard adopts, and it shows the check above can fail.
-    out = run(
+    out = run_python(
         f"""
         import os, subprocess, sys
         from tests.support.processes import descendants

@@ -25,7 +25,9 @@ from typer import _click
 from typer.testing import CliRunner
 
 from hearth.cli import main as cli_main
+from hearth.cli.help_text import plain_metavars
 from hearth.cli.main import COMMANDS, app, load_command
+from tests.support.cli_commands import leaf_commands
 
 # Each of these costs tens to hundreds of milliseconds to import, and no help page needs one
 # unless it is the help of the command that uses it.
@@ -134,7 +136,10 @@ def test_no_arguments_shows_the_help_without_imports(tmp_path: Path) -> None:
     assert loaded(modules, COMMAND_MODULES) == []
 
 
-@pytest.mark.parametrize("group", ["adds", "keys", "runtime"])
+@pytest.mark.parametrize(
+    "group",
+    ["adds", "keys", "runtime", "vault", "inbox", "wallet", "templates", "attestations", "strands"],
+)
 def test_a_group_help_imports_that_group_only(tmp_path: Path, group: str) -> None:
     done, modules = run_cli(tmp_path, group, "--help")
     assert done.returncode == 0, done.stderr
@@ -224,9 +229,10 @@ def test_the_table_matches_the_real_command(name: str) -> None:
     assert shown == entry.summary
 
 
-def eager_app() -> typer.Typer:
+def eager_app() -> _click.Command:
     """``hearth`` built the way it was before the table: every module imported, every command
-    registered on the app (single commands, then groups: the order typer lists them in)."""
+    registered on the app (single commands, then groups: the order typer lists them in), and
+    the help's labels given as the lazy app gives them (hearth.cli.help_text)."""
     eager = typer.Typer(
         name="hearth",
         help="hearth: a durable home for AI agents' identities and data.",
@@ -241,7 +247,9 @@ def eager_app() -> typer.Typer:
         else:
             eager.command(name)(target)
     eager.callback()(cli_main.main)
-    return eager
+    group = typer.main.get_group(eager)
+    plain_metavars(group)
+    return group
 
 
 @pytest.mark.parametrize(
@@ -258,10 +266,15 @@ def eager_app() -> typer.Typer:
         ["--version"],
     ],
 )
-def test_the_lazy_app_answers_as_the_eager_one(args: list[str]) -> None:
+def test_the_lazy_app_answers_as_the_eager_one(
+    args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     runner = CliRunner()
     lazy = runner.invoke(app, args, terminal_width=100)
-    eager = runner.invoke(eager_app(), args, terminal_width=100)
+    # typer's runner builds the command from a Typer; the eager one is already built.
+    eager_group = eager_app()
+    monkeypatch.setattr(typer.testing, "_get_command", lambda _app: eager_group)
+    eager = runner.invoke(app, args, terminal_width=100)
     assert (lazy.exit_code, lazy.output) == (eager.exit_code, eager.output)
     assert lazy.output  # every one of these prints a help, a version or an error
 
@@ -271,3 +284,24 @@ def test_every_command_help_resolves(name: str) -> None:
     result = CliRunner().invoke(app, [name, "--help"], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert f"hearth {name}" in result.output
+
+
+@pytest.mark.parametrize(
+    ("path", "command"), leaf_commands(), ids=lambda v: " ".join(v) if isinstance(v, tuple) else ""
+)
+def test_help_shows_names_not_type_placeholders(path: tuple[str, ...], command: object) -> None:
+    """No ``<bool>``/``<str>``/``{name}`` noise: flags bare, values and arguments by name."""
+    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    for noise in ("<bool>", "<str>", "<path>", "<int", "<float>"):
+        assert noise not in result.output, (noise, result.output)
+    usage = next(line for line in result.output.splitlines() if "Usage:" in line)
+    assert "{" not in usage, usage  # help texts may quote URL templates; the usage may not
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_is_in_the_readme_and_docs_cli(name: str) -> None:
+    """The README's command list and docs/cli.md's table name every top-level command."""
+    root = Path(__file__).resolve().parents[2]
+    assert f"`{name}" in (root / "README.md").read_text(encoding="utf-8")
+    assert f"`hearth {name}" in (root / "docs" / "cli.md").read_text(encoding="utf-8")

@@ -26,6 +26,7 @@ from .client_config import (
     BASE_URL_OPTION,
     HOME_ENV,
     HOME_OPTION,
+    JSON_OPTION,
     PASSPHRASE_FILE_OPTION,
     Profile,
     ensure_home,
@@ -36,6 +37,7 @@ from .client_config import (
     keys_path,
     load_profile,
     output,
+    print_json,
     print_table,
     read_mnemonic,
     read_passphrase,
@@ -87,6 +89,15 @@ def _deliver_mnemonic(words: str, mnemonic_file: Path | None, show: bool) -> Non
         )
 
 
+def _print_identity(agent_id: str, did: str, project_id: str, as_json: bool) -> None:
+    """What register and recover print: the identity, never its words or bearer."""
+    if as_json:
+        print_json({"agent_id": agent_id, "did": did, "project_id": project_id})
+        return
+    output.print(f"agent id: {agent_id}", markup=False)
+    output.print(f"did: {did}", markup=False)
+
+
 def register(
     *,
     name: str = typer.Option(..., "--name", help="The identity's display name."),
@@ -110,6 +121,7 @@ def register(
     capabilities: list[str] | None = typer.Option(
         None, "--capability", help="A capability to declare (repeatable).", show_default=False
     ),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Register a new identity with keys derived from fresh recovery words (self-service)."""
     home_path = home_dir(home)
@@ -197,8 +209,7 @@ def register(
         done=f"registered {registration.did}",
         advice=". Recover it with `hearth recover` and your recovery words.",
     )
-    output.print(f"agent id: {registration.agent_id}", markup=False)
-    output.print(f"did: {registration.did}", markup=False)
+    _print_identity(registration.agent_id, registration.did, registration.project_id, as_json)
     errors.print(f"Profile, bearer and sealed keys stored in {home_path}.", markup=False)
 
 
@@ -247,6 +258,7 @@ def recover(
     force: bool = typer.Option(
         False, "--force", help="Replace a different identity already kept in this home."
     ),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Recover an identity from its recovery words: a new bearer, stored in the home."""
     home_path = home_dir(home)
@@ -288,8 +300,7 @@ def recover(
         overwrite=True,
         done=f"recovered {recovered.did}",
     )
-    output.print(f"agent id: {recovered.agent_id}", markup=False)
-    output.print(f"did: {recovered.did}", markup=False)
+    _print_identity(recovered.agent_id, recovered.did, recovered.project_id, as_json)
     errors.print(
         f"Recovered; a new bearer, the profile and sealed keys are in {home_path}.", markup=False
     )

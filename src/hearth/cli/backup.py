@@ -20,6 +20,7 @@ from hearth.client.mnemonic_keys import IdentityKeys, MnemonicError, derive_keys
 from .client_config import (
     BASE_URL_OPTION,
     HOME_OPTION,
+    JSON_OPTION,
     PASSPHRASE_FILE_OPTION,
     client_for,
     errors,
@@ -29,6 +30,7 @@ from .client_config import (
     keys_path,
     load_sealed_keys,
     output,
+    print_json,
     read_mnemonic,
     read_passphrase,
     save_sealed_keys,
@@ -44,7 +46,7 @@ def _check_root(keys: IdentityKeys, root_public_key: str | None, did: str) -> No
 
 
 @app.command("push")
-def push(
+def push(  # noqa: PLR0917 - typer reads options from the signature
     label: str | None = typer.Option(None, "--label", help="A label for this backup."),
     mnemonic_file: Path | None = typer.Option(
         None,
@@ -56,6 +58,7 @@ def push(
     home: Path | None = HOME_OPTION,
     base_url: str | None = BASE_URL_OPTION,
     passphrase_file: Path | None = PASSPHRASE_FILE_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Store the home's sealed keys with the service (ciphertext only)."""
     home_path = home_dir(home)
@@ -93,13 +96,16 @@ def push(
             http_failure(exc)
         except OSError as exc:
             failure(f"cannot write {local}: {exc}")
+    if as_json:
+        print_json({"id": stored.id, "did": profile.did, "created_at": stored.created_at})
+        return
     output.print(
         f"backup {stored.id} stored for {profile.did} at {stored.created_at}", markup=False
     )
 
 
 @app.command("pull")
-def pull(
+def pull(  # noqa: PLR0917 - typer reads options from the signature
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -111,6 +117,7 @@ def pull(
     home: Path | None = HOME_OPTION,
     base_url: str | None = BASE_URL_OPTION,
     passphrase_file: Path | None = PASSPHRASE_FILE_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Fetch the latest backup, check it opens with the passphrase, and keep it sealed."""
     home_path = home_dir(home)
@@ -144,6 +151,9 @@ def pull(
         )
     except OSError as exc:
         failure(f"cannot write {target}: {exc}")
+    if as_json:
+        print_json({"id": record.id, "created_at": record.created_at, "path": str(target)})
+        return
     output.print(
         f"backup {record.id} of {record.created_at} checked and written to {target}", markup=False
     )

@@ -32,7 +32,6 @@ from hearth.adds.keys import load_ed25519_private_key
 from hearth.client.backup import BackupError, open_backup
 from hearth.client.bridge import BridgeConfig, BridgeFatal, BridgeGaveUp, BridgeSidecar, bridge_url
 from hearth.client.mnemonic_keys import MnemonicError, derive_keys
-from hearth.proofs import EncodingError, b64_decode
 
 from .client_config import (
     HOME_OPTION,
@@ -45,6 +44,7 @@ from .client_config import (
     read_passphrase,
     usage_error,
 )
+from .key_text import decode_key
 
 TOKEN_ENV = "HEARTH_BRIDGE_CONTROL_TOKEN"
 
@@ -158,8 +158,8 @@ def bridge(  # noqa: PLR0917 - typer reads the options from the signature
     pinned = None
     if pin_runtime_key is not None:
         try:
-            pinned = b64_decode(pin_runtime_key, length=32, what="--pin-runtime-key")
-        except EncodingError as exc:
+            pinned = decode_key(pin_runtime_key, what="--pin-runtime-key")
+        except ValueError as exc:
             usage_error(str(exc))
     config = BridgeConfig(
         runtime_id=runtime,

@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import typer
 from rich.console import Console
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
     from hearth.client import HearthClient, HearthError
     from hearth.client.backup import SealedBackup
+    from hearth.client.mnemonic_keys import IdentityKeys
+    from hearth.proofs.key_types import Ed25519PrivateKey
 
 HOME_ENV = "HEARTH_HOME"
 PASSPHRASE_ENV = "HEARTH_PASSPHRASE"
@@ -58,6 +61,22 @@ def print_table(table: Table, *, err: bool = False) -> None:
     console.print(table)
 
 
+def as_plain(value: Any) -> Any:
+    """``value`` as JSON-ready data: dataclasses as objects, tuples as lists."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {name: as_plain(item) for name, item in asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(name): as_plain(item) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_plain(item) for item in value]
+    return value
+
+
+def print_json(value: Any) -> None:
+    """What ``--json`` prints: one JSON document on standard output, for scripts."""
+    typer.echo(json.dumps(as_plain(value), indent=2, ensure_ascii=False))
+
+
 def usage_error(message: str) -> NoReturn:
     errors.print(f"[red]error:[/red] {escape(message)}")
     raise typer.Exit(2)
@@ -76,7 +95,17 @@ def http_failure(exc: HearthError | httpx2.HTTPError) -> NoReturn:
         if exc.hint:
             message += f"\nhint: {exc.hint}"
         failure(message)
-    failure(f"cannot reach the service: {type(exc).__name__}: {exc}")
+    failure(f"cannot reach the service at {_tried_url(exc)}: {type(exc).__name__}: {exc}")
+
+
+def _tried_url(exc: httpx2.HTTPError) -> str:
+    """The URL the failed request went to, so that a wrong --base-url is plain to see."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # an error raised before a request was built carries none
+        return "(no request was built)"
+    # The query may carry cursors or names; scheme, host and path are what the user can check.
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
 
 
 # ---- the home --------------------------------------------------------------------------------
@@ -220,6 +249,27 @@ def keys_path(home: Path) -> Path:
     return home / KEYS_FILE
 
 
+def open_home_keys(home: Path, profile: Profile, passphrase_file: Path | None) -> IdentityKeys:
+    """The home identity's keys (root key, box key, strand master), opened from its sealed key
+    file with the passphrase."""
+    from hearth.client.backup import BackupError, open_backup  # noqa: PLC0415 (client stack)
+
+    sealed, record = load_sealed_keys(keys_path(home))
+    if record.get("agent_id") not in (None, profile.identity_id):
+        usage_error(f"{keys_path(home)} holds the keys of another identity")
+    passphrase = read_passphrase(passphrase_file, confirm=False)
+    with errors.status("Opening the local key file (argon2id)..."):
+        try:
+            return open_backup(sealed.blob_base64, sealed.key_derivation, passphrase)
+        except BackupError as exc:
+            failure(f"cannot open {keys_path(home)}: {exc}")
+
+
+def open_root_key(home: Path, profile: Profile, passphrase_file: Path | None) -> Ed25519PrivateKey:
+    """The home identity's root key, opened from its sealed key file with the passphrase."""
+    return open_home_keys(home, profile, passphrase_file).signing
+
+
 # ---- secrets from the user -------------------------------------------------------------------
 
 
@@ -284,6 +334,39 @@ def client_for(home: Path, base_url: str | None) -> tuple[HearthClient, Profile]
     return HearthClient(resolve_base_url(base_url, profile), api_key=require_api_key(home)), profile
 
 
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Page(Protocol[T_co]):
+    """What every listing of the SDK answers: a page of items and the cursor of the next."""
+
+    @property
+    def items(self) -> tuple[T_co, ...]: ...
+
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+def gather(page: Callable[[str | None, int], Page[T]], limit: int) -> list[T]:
+    """Up to ``limit`` items over as many pages as it takes: ``page(cursor, size)`` is one
+    page (200 is the smallest page cap among the service's listings)."""
+    found: list[T] = []
+    cursor: str | None = None
+    while len(found) < limit:
+        answer = page(cursor, min(limit - len(found), 200))
+        found += answer.items
+        cursor = answer.next_cursor
+        if cursor is None:
+            break
+    return found[:limit]
+
+
+def identity_or_home(identity: str | None, profile: Profile) -> str:
+    """The identity a command acts on: the one named, else this home's."""
+    return identity or profile.identity_id
+
+
 # ---- options every client command shares ---------------------------------------------------
 
 HOME_OPTION = typer.Option(
@@ -301,3 +384,11 @@ PASSPHRASE_FILE_OPTION = typer.Option(
     help=f"Read the key-file passphrase from this file (else ${PASSPHRASE_ENV}, else a prompt).",
     show_default=False,
 )
+JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON, for scripts.")
+IDENTITY_OPTION = typer.Option(
+    None,
+    "--identity",
+    help="The identity (id or DID; default: this home's identity).",
+    show_default=False,
+)
+LIMIT_OPTION = typer.Option(50, "--limit", min=1, max=1000, help="How many at most, newest first.")

@@ -35,6 +35,7 @@ from .client_config import (
     failure,
     home_dir,
     http_failure,
+    identity_or_home,
     output,
     usage_error,
 )
@@ -89,7 +90,11 @@ def _print_key_once(pem: bytes) -> None:
 
 
 def fork(  # noqa: PLR0917 - typer reads options from the signature
-    parent: str = typer.Argument(..., help="The identity to fork (id or DID)."),
+    parent: str | None = typer.Argument(
+        None,
+        help="The identity to fork (id or DID; default: this home's identity).",
+        show_default=False,
+    ),
     name: str = typer.Option(..., "--name", help="The new agent's name."),
     no_expression: bool = typer.Option(
         False, "--no-expression", help="Do not copy the parent's declared expression."
@@ -136,11 +141,11 @@ def fork(  # noqa: PLR0917 - typer reads options from the signature
     if save_key is not None and save_key.exists():
         # Checked before paying: the key must have somewhere to go.
         usage_error(f"{save_key} exists; a key is never written over a file")
-    client, _profile = client_for(home_dir(home), base_url)
+    client, profile = client_for(home_dir(home), base_url)
     with client:
         try:
             forked = client.fork(
-                parent,
+                identity_or_home(parent, profile),
                 name,
                 inherit_expression=not no_expression,
                 inherit_capabilities=not no_capabilities,

@@ -17,11 +17,13 @@ from hearth.client import HearthError
 from .client_config import (
     BASE_URL_OPTION,
     HOME_OPTION,
+    JSON_OPTION,
     client_for,
     errors,
     home_dir,
     http_failure,
     output,
+    print_json,
     print_table,
     usage_error,
 )
@@ -41,6 +43,7 @@ def generate(
         help="Path prefix: writes PREFIX.ed25519.pem and PREFIX.x25519.pem.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite existing key files."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Generate an Ed25519 signing key and an X25519 box key (PKCS#8 PEM files, mode 0600)."""
     pair = generate_key_pair()
@@ -61,6 +64,9 @@ def generate(
         typer.echo(f"error: cannot write key files: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"wrote {signing_path} and {box_path} (mode 0600)", err=True)
+    if as_json:
+        print_json(pair.describe())
+        return
     for name, value in pair.describe().items():
         typer.echo(f"{name}: {value}")
 
@@ -95,6 +101,9 @@ def create_key(
     name: str = typer.Argument(..., help="A name, to tell keys apart when revoking."),
     home: Path | None = HOME_OPTION,
     base_url: str | None = BASE_URL_OPTION,
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the key as JSON, its bearer included (shown once)."
+    ),
 ) -> None:
     """Create a project bearer key and print it once (it has project-wide authority)."""
     client, _profile = client_for(home_dir(home), base_url)
@@ -108,6 +117,10 @@ def create_key(
         "project-wide authority: store it now.",
         markup=False,
     )
+    if as_json:
+        # Asked for by name: this is the one answer that holds the bearer.
+        print_json({"id": created.id, "name": created.name, "api_key": created.api_key})
+        return
     typer.echo(created.api_key)
 
 

@@ -18,6 +18,8 @@ import typer
 from typer import _click
 from typer.core import TyperCommand, TyperGroup
 
+from .help_text import plain_metavars
+
 
 @dataclass(frozen=True)
 class LazyCommand:
@@ -74,6 +76,16 @@ COMMANDS: dict[str, LazyCommand] = {
         "bridge",
         "Connect to the runtime's bridge and answer its decrypt/encrypt requests until Ctrl-C.",
     ),
+    "elevate": LazyCommand(
+        "hearth.cli.elevate",
+        "elevate",
+        "Elevate an identity to Level 1 on a sponsor's statement (`hearth attestations sign`).",
+    ),
+    "chronicle": LazyCommand(
+        "hearth.cli.chronicle",
+        "chronicle",
+        "List the project's chronicle, newest first: what happened and what was refused.",
+    ),
     "keys": LazyCommand(
         "hearth.cli.keys",
         "app",
@@ -99,6 +111,36 @@ COMMANDS: dict[str, LazyCommand] = {
         "app",
         "Provision and inspect runtimes; run a self runtime's think-loop on this machine.",
     ),
+    "vault": LazyCommand(
+        "hearth.cli.vault",
+        "app",
+        "Store, list, describe and delete the project's secrets (values never shown).",
+    ),
+    "inbox": LazyCommand(
+        "hearth.cli.inbox",
+        "app",
+        "Send a message to an identity; list an identity's inbox.",
+    ),
+    "wallet": LazyCommand(
+        "hearth.cli.wallet",
+        "app",
+        "List wallets, show a wallet and its ledger, move credits between wallets.",
+    ),
+    "templates": LazyCommand(
+        "hearth.cli.templates",
+        "app",
+        "List, show, publish and buy templates; bring an agent to life from one.",
+    ),
+    "attestations": LazyCommand(
+        "hearth.cli.attestations",
+        "app",
+        "Sign, keep and list sponsors' statements about identities.",
+    ),
+    "strands": LazyCommand(
+        "hearth.cli.strands",
+        "app",
+        "Create, list and show an identity's strands of thought; write and read thoughts.",
+    ),
 }
 
 
@@ -120,7 +162,9 @@ def load_command(name: str) -> _click.Command:
         parent.command(name)(target)
     else:
         raise TypeError(f"{entry.module}.{entry.attribute} is neither a Typer nor a function")
-    return typer.main.get_group(parent).commands[name]
+    command = typer.main.get_group(parent).commands[name]
+    plain_metavars(command)
+    return command
 
 
 class LazyGroup(TyperGroup):
@@ -132,6 +176,7 @@ class LazyGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        plain_metavars(self)  # before the placeholders: they have no parameters to relabel
         self._listing = False
         self._loaded: set[str] = set()
         for name, entry in COMMANDS.items():

@@ -15,26 +15,19 @@ from rich.table import Table
 from hearth.adds import AddsError
 from hearth.adds.keys import load_ed25519_private_key
 from hearth.client import HearthError
-from hearth.client.backup import BackupError, open_backup
 from hearth.client.memories import Memory, attest_memory
 from hearth.proofs import did_key_for_ed25519
-from hearth.proofs.key_types import Ed25519PrivateKey
 
 from .client_config import (
     BASE_URL_OPTION,
     HOME_OPTION,
     PASSPHRASE_FILE_OPTION,
-    Profile,
     client_for,
-    errors,
-    failure,
     home_dir,
     http_failure,
-    keys_path,
-    load_sealed_keys,
+    open_root_key,
     output,
     print_table,
-    read_passphrase,
     usage_error,
 )
 from .files import read_input
@@ -45,20 +38,6 @@ app = typer.Typer(
 
 TIERS = ("episodic", "foundational")
 ELEVATED = ("foundational", "constitutive")
-
-
-def _root_key(home: Path, profile: Profile, passphrase_file: Path | None) -> Ed25519PrivateKey:
-    """The home identity's root key, opened from its sealed key file with the passphrase."""
-    sealed, record = load_sealed_keys(keys_path(home))
-    if record.get("agent_id") not in (None, profile.identity_id):
-        usage_error(f"{keys_path(home)} holds the keys of another identity")
-    passphrase = read_passphrase(passphrase_file, confirm=False)
-    with errors.status("Opening the local key file (argon2id)..."):
-        try:
-            keys = open_backup(sealed.blob_base64, sealed.key_derivation, passphrase)
-        except BackupError as exc:
-            failure(f"cannot open {keys_path(home)}: {exc}")
-    return keys.signing
 
 
 def _print_memory(memory: Memory, as_json: bool) -> None:
@@ -108,7 +87,7 @@ def add(  # noqa: PLR0917 - typer reads options from the signature
     agent_id = None if project_level else profile.identity_id
     root_key = None
     if tier == "foundational" and agent_id is not None:
-        root_key = _root_key(home_path, profile, passphrase_file)
+        root_key = open_root_key(home_path, profile, passphrase_file)
     with client:
         try:
             memory = client.memory_store(
@@ -223,7 +202,7 @@ def elevate(  # noqa: PLR0917 - typer reads options from the signature
             bound = client.memory(memory_id).agent_id
             root_key = None
             if bound == profile.identity_id:
-                root_key = _root_key(home_path, profile, passphrase_file)
+                root_key = open_root_key(home_path, profile, passphrase_file)
             memory = client.memory_elevate(
                 memory_id,
                 tier,

@@ -28,6 +28,7 @@ import os
 import shlex
 import signal
 import sys
+import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,7 @@ from .client_config import (
     read_passphrase,
     usage_error,
 )
+from .key_text import decode_key, standard_b64
 
 app = typer.Typer(
     help="Provision and inspect runtimes; run a self runtime's think-loop on this machine.",
@@ -122,10 +124,17 @@ def create(  # noqa: PLR0917 - typer reads the options from the signature
         None, "--vault-key", help="llm.vault_key: the vault secret holding a hosted provider key."
     ),
     bridge_pubkey: str | None = typer.Option(
-        None, "--bridge-pubkey", help="bridged: the bridge's Ed25519 public key (base64)."
+        None,
+        "--bridge-pubkey",
+        help="bridged: the bridge's Ed25519 public key (base64 or base64url, as "
+        "`hearth keys generate` prints it).",
+        show_default=False,
     ),
     bridge_key_id: str | None = typer.Option(
-        None, "--bridge-key-id", help="bridged: the bridge key's id (UUID)."
+        None,
+        "--bridge-key-id",
+        help="bridged: the bridge key's id (UUID; default: a new one).",
+        show_default=False,
     ),
     region: str | None = typer.Option(None, "--region", help="Region code (default lhr)."),
     home: Path | None = HOME_OPTION,
@@ -141,8 +150,15 @@ def create(  # noqa: PLR0917 - typer reads the options from the signature
         if v is not None
     }
     bridge = None
-    if bridge_pubkey is not None or bridge_key_id is not None:
-        bridge = {"pubkey": bridge_pubkey, "key_id": bridge_key_id}
+    if bridge_key_id is not None and bridge_pubkey is None:
+        usage_error("--bridge-key-id names the key of --bridge-pubkey; give that too")
+    if bridge_pubkey is not None:
+        try:
+            raw = decode_key(bridge_pubkey, what="--bridge-pubkey")
+        except ValueError as exc:
+            usage_error(str(exc))
+        # The id only names the key among the runtime's; a fresh one serves when none is given.
+        bridge = {"pubkey": standard_b64(raw), "key_id": bridge_key_id or str(uuid.uuid4())}
     client, profile = client_for(home_dir(home), base_url)
     with client:
         try:
@@ -157,9 +173,15 @@ def create(  # noqa: PLR0917 - typer reads the options from the signature
         except (HearthError, httpx2.HTTPError) as exc:
             http_failure(exc)
     if as_json:
-        typer.echo(json.dumps(_record(runtime), indent=2))
-    else:
-        _print_runtime(runtime)
+        record = _record(runtime)
+        if runtime.control_token:
+            # Inside the one JSON document, so that scripts can parse standard output; it is
+            # printed here once, as without --json, and stored nowhere by this command.
+            record["control_token"] = runtime.control_token
+            errors.print("control token (shown once, in the JSON; keep it for `hearth bridge`)")
+        typer.echo(json.dumps(record, indent=2))
+        return
+    _print_runtime(runtime)
     if runtime.control_token:
         # Shown once, never stored by this command: the bridge reads it from a file.
         errors.print("control token (shown once; keep it for `hearth bridge`):")

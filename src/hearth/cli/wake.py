@@ -21,7 +21,7 @@ from .client_config import (
 )
 
 
-def wake(
+def wake(  # noqa: PLR0917 - typer reads options from the signature
     format: str = typer.Option(
         "json", "--format", help="json (default), md, math, anthropic or openai."
     ),
@@ -34,10 +34,15 @@ def wake(
     refresh: bool = typer.Option(
         False, "--refresh", help="Build the wake anew instead of the service's cached one."
     ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the JSON document (the same as --format json)."
+    ),
     home: Path | None = HOME_OPTION,
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """Print the wake: Markdown and math as they are, JSON documents indented."""
+    if as_json and format != "json":
+        usage_error("--json prints the JSON document; it does not go with --format " + format)
     if format not in WAKE_FORMATS:
         usage_error(f"--format is one of {', '.join(WAKE_FORMATS)}")
     client, profile = client_for(home_dir(home), base_url)

@@ -134,9 +134,13 @@ def sign_command(
 
 def cid_command(
     files: list[str] = typer.Argument(..., help="Document files ('-' for standard input)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="One JSON object of file name to CID (the ones that parsed)."
+    ),
 ) -> None:
     """Print the CID of each document: sha2-256 of its canonical (RFC 8785) bytes."""
     failed = False
+    cids: dict[str, str] = {}
     for name in files:
         try:
             parsed = parse(read_input(name))
@@ -145,7 +149,11 @@ def cid_command(
             errors.print(f"error: {escape(name)}: {escape(str(exc))}")
             failed = True
             continue
-        typer.echo(cid if len(files) == 1 else f"{cid}  {name}")
+        cids[name] = cid
+        if not as_json:
+            typer.echo(cid if len(files) == 1 else f"{cid}  {name}")
+    if as_json:
+        typer.echo(json.dumps(cids, indent=2, ensure_ascii=False))
     raise typer.Exit(1 if failed else 0)
 
 

@@ -27,8 +27,10 @@ from .options import (
     DEFAULT_EXPIRY,
     FORCE_OPTION,
     NOW_OPTION,
+    SUBMIT_ALIAS,
+    node_option,
+    node_url,
     out_option,
-    submit_option,
 )
 from .publish import read_content_key
 from .report import fail, note, problems_text, usage
@@ -52,7 +54,7 @@ def grant_command(
     audience_key: str | None = typer.Option(
         None,
         "--audience-key",
-        help="The reader's X25519 public key, base64url.",
+        help="The reader's X25519 public key (base64url or base64).",
         show_default=False,
     ),
     audience_key_file: Path | None = typer.Option(
@@ -108,7 +110,8 @@ def grant_command(
     now: int | None = NOW_OPTION,
     out: Path | None = out_option("grant"),
     force: bool = FORCE_OPTION,
-    submit: str | None = submit_option("grant"),
+    node: str | None = node_option("grant"),
+    submit_alias: str | None = SUBMIT_ALIAS,
     bearer_file: Path | None = BEARER_OPTION,
 ) -> None:
     """Give a reader an object's content key, wrapped to their X25519 key, in a signed grant.
@@ -119,6 +122,7 @@ def grant_command(
     re-grant with `open --parent-grant` and the grant it came from. The grant's CID is printed
     on stderr.
     """
+    submit = node_url(node, submit_alias)
     if (content_key is None) == (from_grant is None):
         usage("give the content key: either --content-key FILE or --from-grant GRANT")
     if from_grant is not None and box_key is None:

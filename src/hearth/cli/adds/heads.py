@@ -9,12 +9,21 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hearth.adds import AddsError, b64url_decode, b64url_encode, next_head, resolve_heads
+from hearth.adds import AddsError, b64url_encode, next_head, resolve_heads
+from hearth.cli.key_text import decode_key
 
 from .files import check_writable, emit, read
 from .inputs import current_time, ed25519_key, is_cid
 from .node import ask, bearer_for, submit_document
-from .options import BEARER_OPTION, FORCE_OPTION, NOW_OPTION, out_option, submit_option
+from .options import (
+    BEARER_OPTION,
+    FORCE_OPTION,
+    NOW_OPTION,
+    SUBMIT_ALIAS,
+    node_option,
+    node_url,
+    out_option,
+)
 from .report import fail, note, problems_text, usage
 
 if TYPE_CHECKING:
@@ -47,7 +56,8 @@ def head_new_command(
     now: int | None = NOW_OPTION,
     out: Path | None = out_option("head"),
     force: bool = FORCE_OPTION,
-    submit: str | None = submit_option("head"),
+    node: str | None = node_option("head"),
+    submit_alias: str | None = SUBMIT_ALIAS,
     bearer_file: Path | None = BEARER_OPTION,
 ) -> None:
     """Sign the next head of the history (your key, --head-id), pointing at --manifest.
@@ -57,6 +67,7 @@ def head_new_command(
     --previous that is not a valid head is refused: a history read in part could reuse a
     sequence. The head's CID and sequence are printed on stderr.
     """
+    submit = node_url(node, submit_alias)
     if not is_cid(manifest):
         usage(f"--manifest {manifest!r} is not an ADDS CID")
     if out is not None and str(out) != "-":
@@ -114,7 +125,7 @@ def head_resolve_command(
     issuer_key: str | None = typer.Option(
         None,
         "--issuer-key",
-        help="Only heads signed by this Ed25519 public key (base64url).",
+        help="Only heads signed by this Ed25519 public key (base64url or base64).",
         show_default=False,
     ),
     bearer_file: Path | None = BEARER_OPTION,
@@ -130,11 +141,11 @@ def head_resolve_command(
     key_bytes: bytes | None = None
     if issuer_key is not None:
         try:
-            key_bytes = b64url_decode(issuer_key)
+            key_bytes = decode_key(issuer_key, what="--issuer-key")
         except ValueError as exc:
-            usage(f"--issuer-key is not base64url: {exc}")
-        if len(key_bytes) != 32:
-            usage("--issuer-key is a 32-byte Ed25519 public key")
+            usage(f"{exc} (a 32-byte Ed25519 public key)")
+        # A node is asked in ADDS's spelling, whichever alphabet the key was typed in.
+        issuer_key = b64url_encode(key_bytes)
     if from_url is not None:
         if names:
             usage("give head files or --from URL, not both")

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from hearth.adds import (
     AddsError,
     Right,
-    b64url_decode,
     cid_for_bytes,
     validate,
     wrap_content_key,
 )
 from hearth.adds.cid import cid_problem
 from hearth.adds.keys import load_ed25519_private_key, load_x25519_private_key
+from hearth.cli.key_text import decode_key
 
 from .files import read
 from .options import DEFAULT_EXPIRY
@@ -101,11 +101,9 @@ def x25519_key(path: Path) -> X25519PrivateKey:
 
 def x25519_public(text: str, what: str) -> bytes:
     try:
-        raw = b64url_decode(text)
+        raw = decode_key(text, what=what)
     except ValueError as exc:
-        usage(f"{what} is not base64url: {exc}")
-    if len(raw) != 32:
-        usage(f"{what} is {len(raw)} bytes, not a 32-byte X25519 public key")
+        usage(f"{exc} (a 32-byte X25519 public key)")
     try:  # a small-order key would only fail after the upload: refuse it now
         wrap_content_key(bytes(32), raw, cid_for_bytes(b""))
     except AddsError as exc:

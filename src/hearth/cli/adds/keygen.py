@@ -4,6 +4,7 @@ printed (base64url)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 
@@ -20,6 +21,7 @@ def keygen_command(
     out: Path = typer.Option(
         ..., "--out", "-o", help="Path prefix: writes PREFIX.ed25519.pem and PREFIX.x25519.pem."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print the public halves as JSON."),
 ) -> None:
     """Generate an Ed25519 signing key and an X25519 box key (PKCS#8 PEM, mode 0600).
 
@@ -49,5 +51,8 @@ def keygen_command(
                 path.unlink()
         fail(f"cannot write key files: {exc.strerror or exc}")
     note(f"wrote {signing_path} and {box_path} (mode 0600)")
+    if as_json:
+        typer.echo(json.dumps(pair.describe(), indent=2))
+        return
     for name, value in pair.describe().items():
         typer.echo(f"{name}: {value}")

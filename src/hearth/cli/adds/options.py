@@ -6,6 +6,8 @@ from typing import Any
 
 import typer
 
+from .report import note, usage
+
 __all__ = [
     "BEARER_ENV",
     "BEARER_OPTION",
@@ -14,8 +16,10 @@ __all__ = [
     "FORCE_OPTION",
     "NOW_OPTION",
     "QUIET_OPTION",
+    "SUBMIT_ALIAS",
+    "node_option",
+    "node_url",
     "out_option",
-    "submit_option",
 ]
 
 BEARER_ENV = "HEARTH_BEARER"
@@ -41,13 +45,29 @@ def out_option(what: str) -> Any:
     )
 
 
-def submit_option(what: str) -> Any:
+def node_option(what: str) -> Any:
+    """``--node URL``: the one name, in every ``hearth adds`` command, of the node (the hearth
+    service's URL, or another provider node's) a document is sent to."""
     return typer.Option(
         None,
-        "--submit",
-        help=f"Also POST the {what} to this provider node URL.",
+        "--node",
+        help=f"Also send the {what} to this provider node (e.g. the hearth service's URL).",
         show_default=False,
     )
+
+
+# The name --node replaced, still read so that scripts keep working; hidden from the help.
+SUBMIT_ALIAS = typer.Option(None, "--submit", hidden=True, show_default=False)
+
+
+def node_url(node: str | None, submit: str | None) -> str | None:
+    """The node to send to: ``--node``, else the deprecated ``--submit`` (with a warning)."""
+    if submit is None:
+        return node
+    if node is not None and node != submit:
+        usage("--submit is the old name of --node; give one of them")
+    note("--submit is deprecated: use --node")
+    return submit
 
 
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="No progress bar or summary line.")

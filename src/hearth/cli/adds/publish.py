@@ -105,7 +105,7 @@ def publish_command(
     grant_to: list[str] | None = typer.Option(
         None,
         "--grant-to",
-        help="A reader's X25519 public key (base64url); repeat, each with its --audience.",
+        help="A reader's X25519 public key (base64url or base64); repeat, each with --audience.",
         show_default=False,
     ),
     audience: list[str] | None = typer.Option(
