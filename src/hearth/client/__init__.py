@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         InvalidAnswer,
         TransportError,
     )
+    from .home import HomeError, Profile
     from .identity import Candidate, ExpressionState, Plans, Recovered, Registration
     from .life import (
         Arrival,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         MemoryPage,
         attest_memory,
     )
+    from .mnemonic_keys import IdentityKeys, NewIdentity, new_identity
     from .project import BackupRecord, Bootstrapped, BootstrapStatus, CreatedKey, KeyRecord
     from .runtimes import (
         ControlToken,
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
         ThoughtWritten,
     )
     from .sdk import HearthClient
+    from .settings import Settings
     from .wake import VoiceEvent, VoiceStream
 
 # Where each public name lives: ``from hearth.client import X`` imports that module only.
@@ -86,6 +89,12 @@ _HOMES = {
     "InsufficientCredits": "errors",
     "InvalidAnswer": "errors",
     "TransportError": "errors",
+    "HomeError": "home",
+    "Profile": "home",
+    "IdentityKeys": "mnemonic_keys",
+    "NewIdentity": "mnemonic_keys",
+    "new_identity": "mnemonic_keys",
+    "Settings": "settings",
     "Candidate": "identity",
     "ExpressionState": "identity",
     "Plans": "identity",
@@ -170,7 +179,9 @@ __all__ = [
     "FundResult",
     "HearthClient",
     "HearthError",
+    "HomeError",
     "IdentityKey",
+    "IdentityKeys",
     "InboxMessage",
     "InboxPage",
     "InsufficientCredits",
@@ -181,7 +192,9 @@ __all__ = [
     "Memory",
     "MemoryAttestation",
     "MemoryPage",
+    "NewIdentity",
     "Plans",
+    "Profile",
     "PublicAgent",
     "PublicAgentPage",
     "Pulse",
@@ -192,6 +205,7 @@ __all__ = [
     "RuntimeEvent",
     "RuntimeEventPage",
     "RuntimePage",
+    "Settings",
     "Strand",
     "StrandPage",
     "Template",
@@ -210,6 +224,7 @@ __all__ = [
     "WalletDetail",
     "WalletRecord",
     "attest_memory",
+    "new_identity",
     "sponsor_statement",
 ]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -41,6 +42,7 @@ from .life import LifeCalls
 from .memories import MemoryCalls
 from .project import ProjectCalls
 from .runtimes import RuntimeCalls
+from .settings import Settings
 from .wake import WakeCalls
 
 __all__ = ["HearthClient"]
@@ -106,6 +108,20 @@ class HearthClient(IdentityCalls, MemoryCalls, ProjectCalls, LifeCalls, WakeCall
             transport=transport,
             headers={"Accept": "application/json", "User-Agent": f"hearth-sdk/{__version__}"},
         )
+
+    @classmethod
+    def from_env(cls, *, timeout: float = 30.0) -> HearthClient:
+        """A client for ``$HEARTH_BASE_URL`` with the bearer of ``$SERVICE_API_KEY`` (else of the
+        file ``$SERVICE_API_KEY_FILE`` names); see :class:`~hearth.client.settings.Settings`."""
+        settings = Settings.from_env()
+        return cls(settings.base_url, api_key=settings.api_key, timeout=timeout)
+
+    @classmethod
+    def from_home(cls, home: Path | str | None = None, *, timeout: float = 30.0) -> HearthClient:
+        """A client for the identity ``hearth register`` (or ``recover``) kept in ``home`` (else
+        ``$HEARTH_HOME``, else ``~/.config/hearth``): its profile's service and its bearer."""
+        settings = Settings.from_home(home)
+        return cls(settings.base_url, api_key=settings.api_key, timeout=timeout)
 
     # -- lifecycle --
 

@@ -1,0 +1,60 @@
+"""Where a client finds its service and its bearer: the environment or a home that
+``hearth register`` wrote. Both clients' ``from_env`` and ``from_home`` read through here, so the
+sync and async clients find the same things the same way.
+
+The environment: ``HEARTH_BASE_URL`` (required); the bearer from ``SERVICE_API_KEY``, else from
+the file named by ``SERVICE_API_KEY_FILE`` (for a bearer kept out of the environment, like a
+home's ``api_key`` file). No bearer at all is allowed: public routes and registration need none.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .home import HomeError, home_dir, read_api_key, read_profile
+
+__all__ = ["API_KEY_ENV", "API_KEY_FILE_ENV", "BASE_URL_ENV", "Settings"]
+
+BASE_URL_ENV = "HEARTH_BASE_URL"
+# The same name the scaffolded wake scripts read the bearer from (server/scaffold.py).
+API_KEY_ENV = "SERVICE_API_KEY"
+API_KEY_FILE_ENV = "SERVICE_API_KEY_FILE"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A service address and the bearer for it (left out of the repr: it is a secret)."""
+
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        base_url = env.get(BASE_URL_ENV, "").strip()
+        if not base_url:
+            raise ValueError(f"{BASE_URL_ENV} is not set: export the service address in it")
+        api_key = env.get(API_KEY_ENV, "").strip() or None
+        key_file = env.get(API_KEY_FILE_ENV, "").strip()
+        if api_key is None and key_file:
+            try:
+                api_key = Path(key_file).expanduser().read_text(encoding="utf-8").strip() or None
+            except OSError as exc:
+                # The OS reason only: the file's content is the secret.
+                raise ValueError(
+                    f"{API_KEY_FILE_ENV}: cannot read {key_file}: {exc.strerror}"
+                ) from None
+        return cls(base_url, api_key)
+
+    @classmethod
+    def from_home(cls, home: Path | str | None = None) -> Settings:
+        """The profile's service and the home's bearer; the home is ``home``, else
+        ``$HEARTH_HOME``, else ``~/.config/hearth`` (as the CLI chooses it)."""
+        path = home_dir(home)
+        profile = read_profile(path)
+        if profile is None:
+            raise HomeError(f"no identity in {path}: run `hearth register` or `hearth recover`")
+        return cls(profile.base_url, read_api_key(path))
