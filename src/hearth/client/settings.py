@@ -13,10 +13,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from .home import HomeError, home_dir, read_api_key, read_profile
 
-__all__ = ["API_KEY_ENV", "API_KEY_FILE_ENV", "BASE_URL_ENV", "Settings"]
+__all__ = ["API_KEY_ENV", "API_KEY_FILE_ENV", "BASE_URL_ENV", "FromSettings", "Settings"]
 
 BASE_URL_ENV = "HEARTH_BASE_URL"
 # The same name the scaffolded wake scripts read the bearer from (server/scaffold.py).
@@ -58,3 +59,40 @@ class Settings:
         if profile is None:
             raise HomeError(f"no identity in {path}: run `hearth register` or `hearth recover`")
         return cls(profile.base_url, read_api_key(path))
+
+
+class FromSettings:
+    """The two clients' constructors from settings, and what they share about their bearer."""
+
+    base_url: str
+    _api_key: str | None
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, timeout: float = 30.0) -> None:
+        raise NotImplementedError  # each client's own; declared for from_env and from_home
+
+    @classmethod
+    def from_env(cls, *, timeout: float = 30.0) -> Self:
+        """A client for ``$HEARTH_BASE_URL`` with the bearer of ``$SERVICE_API_KEY`` (else of the
+        file ``$SERVICE_API_KEY_FILE`` names); see :class:`Settings`."""
+        settings = Settings.from_env()
+        return cls(settings.base_url, api_key=settings.api_key, timeout=timeout)
+
+    @classmethod
+    def from_home(cls, home: Path | str | None = None, *, timeout: float = 30.0) -> Self:
+        """A client for the identity ``hearth register`` (or ``recover``) kept in ``home`` (else
+        ``$HEARTH_HOME``, else ``~/.config/hearth``): its profile's service and its bearer."""
+        settings = Settings.from_home(home)
+        return cls(settings.base_url, api_key=settings.api_key, timeout=timeout)
+
+    def __repr__(self) -> str:
+        # The bearer itself never appears; only whether one is held.
+        held = "set" if self._api_key else "none"
+        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key=<{held}>)"
+
+    @property
+    def api_key(self) -> str | None:
+        return self._api_key
+
+    @api_key.setter
+    def api_key(self, value: str | None) -> None:
+        self._api_key = value
