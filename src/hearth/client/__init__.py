@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .adds import AddsClient
+    from .aio import AsyncHearthClient
+    from .aio_voice import AsyncVoiceStream
     from .common import Authority, Expression, Wallet
     from .errors import (
         AddsRefusal,
@@ -80,6 +82,8 @@ if TYPE_CHECKING:
 # Where each public name lives: ``from hearth.client import X`` imports that module only.
 _HOMES = {
     "AddsClient": "adds",
+    "AsyncHearthClient": "aio",
+    "AsyncVoiceStream": "aio_voice",
     "Authority": "common",
     "Expression": "common",
     "Wallet": "common",
@@ -157,6 +161,8 @@ __all__ = [
     "AddsClient",
     "AddsRefusal",
     "Arrival",
+    "AsyncHearthClient",
+    "AsyncVoiceStream",
     "Attestation",
     "AttestationPage",
     "Authority",
