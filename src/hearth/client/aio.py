@@ -20,6 +20,7 @@ from .errors import HearthError
 from .identity import IdentityCalls
 from .life import LifeCalls
 from .memories import MemoryCalls
+from .orientation import OrientationCalls
 from .project import ProjectCalls
 from .runtimes import RuntimeCalls
 from .settings import FromSettings
@@ -39,6 +40,7 @@ class AsyncHearthClient(
     FromSettings,
     CoreCalls,
     IdentityCalls,
+    OrientationCalls,
     MemoryCalls,
     ProjectCalls,
     LifeCalls,
@@ -60,6 +62,8 @@ class AsyncHearthClient(
     This class runs the calls; they come from one mixin per resource family: the transport,
     root proofs and authority from :class:`~hearth.client.core.CoreCalls`; registration, plans,
     expressions, discovery and recovery from :class:`~hearth.client.identity.IdentityCalls`;
+    the porch, canon, orientation documents, health, metrics and package discovery from
+    :class:`~hearth.client.orientation.OrientationCalls`;
     memories and the chronicle from :class:`~hearth.client.memories.MemoryCalls`; project
     keys, backups, bootstrap and scaffold from :class:`~hearth.client.project.ProjectCalls`;
     wallets, the vault, forks, templates, elevation, attestations, the pulse and the public
