@@ -55,6 +55,10 @@ def test_the_two_clients_have_the_same_surface() -> None:
     assert {"iter_memories", "iter_thoughts", "iter_public_agents", "voice"} <= sync_names
     sync.close()
     asyncio.run(aio.close())
+    held = AsyncHearthClient("http://h.test", api_key="bearer-never-shown")
+    assert "bearer-never-shown" not in repr(held)
+    assert repr(held) == "AsyncHearthClient(base_url='http://h.test', api_key=<set>)"
+    asyncio.run(held.close())
 
 
 def test_the_async_client_against_the_live_service(live_service: str) -> None:

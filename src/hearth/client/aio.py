@@ -83,8 +83,7 @@ class AsyncHearthClient(
         timeout: float = 30.0,
         transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
+        super().__init__(base_url, api_key=api_key, timeout=timeout)
         self._http = httpx2.AsyncClient(
             base_url=self.base_url,
             timeout=timeout,

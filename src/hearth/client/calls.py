@@ -217,6 +217,8 @@ class paged(Generic[P, I_co]):
         while True:
             page: _Page[I_co] = yield self.listing.gen(runner, *args, **kwargs)
             following = getattr(page, self.following)
+            # An empty page ends the walk even if it names another: a service that answered
+            # a cursor forever would otherwise keep the caller looping.
             if following is None or following == "" or not page.items:
                 return
             kwargs[self.cursor] = following

@@ -99,8 +99,7 @@ class HearthClient(
         timeout: float = 30.0,
         transport: httpx2.BaseTransport | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
+        super().__init__(base_url, api_key=api_key, timeout=timeout)
         self._http = httpx2.Client(
             base_url=self.base_url,
             timeout=timeout,

@@ -68,7 +68,10 @@ class FromSettings:
     _api_key: str | None
 
     def __init__(self, base_url: str, *, api_key: str | None = None, timeout: float = 30.0) -> None:
-        raise NotImplementedError  # each client's own; declared for from_env and from_home
+        # Each client adds its own kind of httpx2 client, made with ``timeout``.
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._timeout = timeout
 
     @classmethod
     def from_env(cls, *, timeout: float = 30.0) -> Self:
