@@ -1,10 +1,11 @@
 """The wake and its voice, as calls: ``GET /v1/wake`` in its five formats, and
 ``GET /v1/wake/voice`` (Server-Sent Events) as an iterator of parsed events.
 
-:class:`WakeCalls` is a mixin of :class:`hearth.client.HearthClient`, typed with the
-:class:`~hearth.client.common.Transport` self-type.
+:class:`WakeCalls` is a mixin of both clients, typed with the
+:class:`~hearth.client.common.Transport` self-type: the wake's request and the voice's are built
+here once; each client's ``wake`` and ``voice`` send them (``sdk.py``, ``aio.py``).
 
-The voice (docs/voice.md): :meth:`WakeCalls.voice` returns once the service has sent
+The voice (docs/voice.md): ``voice`` returns once the service has sent
 ``connected``; the subscription is live from then on, so every change committed afterwards is
 delivered while the connection lasts. The stream keeps no history and has no resume: after a
 reconnection, read the wake again to catch up. Reconnecting is off by default; when asked
