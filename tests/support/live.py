@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,10 +43,16 @@ class Live:
 
 
 @contextmanager
-def live_service(settings: Settings, *, as_embedded: bool = False) -> Iterator[Live]:
+def live_service(
+    settings: Settings,
+    *,
+    as_embedded: bool = False,
+    wrap: Callable[[Any], Any] | None = None,
+) -> Iterator[Live]:
     """The app on a port of its own. Without a public address it is given its bound one, as
     `hearth serve` does on loopback, unless ``as_embedded``: settings untouched, as an embedder
-    would serve it."""
+    would serve it. ``wrap`` puts an ASGI layer around the app as served (``Live.app`` stays the
+    app itself), for a test that watches every request arrive."""
     port = free_port()
     if settings.public_base_url is None and not as_embedded:
         # As `hearth serve` does on loopback: the public address is the bound one.
@@ -54,7 +60,7 @@ def live_service(settings: Settings, *, as_embedded: bool = False) -> Iterator[L
     app = create_app(settings)
     # Served as `hearth serve` serves it (head limits, log format), on a port of its own.
     config = uvicorn.Config(
-        app,
+        app if wrap is None else wrap(app),
         host="127.0.0.1",
         port=port,
         lifespan="on",

@@ -1,14 +1,10 @@
 """Local client state of the ``hearth`` command: one identity per home directory.
 
 The home is ``--home``, else ``$HEARTH_HOME``, else ``~/.config/hearth`` (created mode 0700).
-It holds three files, each written mode 0600:
-
-- ``profile.json``: base_url, project_id, identity_id, did, name and the id of the bearer in use
-  (key_id). Nothing secret.
-- ``api_key``: the project bearer, alone, so that no other file ever carries it.
-- ``keys.backup.json``: the identity's private keys sealed under a passphrase, in the key
-  backup format of :mod:`hearth.client.backup` (``blob_base64`` and ``key_derivation``, plus
-  the identity they belong to). Never plaintext; the mnemonic is never stored here at all.
+Its format (``profile.json``, ``api_key``, ``keys.backup.json``) is defined and read in
+:mod:`hearth.client.home`, so the SDK's ``HearthClient.from_home`` reads exactly what this
+module writes; here are the writing (each file mode 0600) and the command-line errors. The
+mnemonic is never stored in a home at all.
 
 The passphrase comes from ``--passphrase-file``, else ``$HEARTH_PASSPHRASE``, else a hidden
 prompt (asked twice when it seals something new).
@@ -20,13 +16,28 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+# The home format itself; the module imports only the standard library (not the SDK).
+from hearth.client.home import (
+    API_KEY_FILE,
+    HOME_ENV,
+    KEYS_FILE,
+    KEYS_FORMAT,
+    PROFILE_FILE,
+    HomeError,
+    Profile,
+    read_api_key,
+    read_profile,
+    read_sealed_keys_record,
+)
+from hearth.client.home import home_dir as _home_dir
 
 from .files import write_private
 
@@ -42,12 +53,9 @@ if TYPE_CHECKING:
     from hearth.client.mnemonic_keys import IdentityKeys
     from hearth.proofs.key_types import Ed25519PrivateKey
 
-HOME_ENV = "HEARTH_HOME"
+__all__ = ["API_KEY_FILE", "HOME_ENV", "KEYS_FILE", "KEYS_FORMAT", "PROFILE_FILE", "Profile"]
+
 PASSPHRASE_ENV = "HEARTH_PASSPHRASE"
-PROFILE_FILE = "profile.json"
-API_KEY_FILE = "api_key"
-KEYS_FILE = "keys.backup.json"
-KEYS_FORMAT = "hearth-sealed-keys/v1"
 
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
 output = Console(highlight=False, soft_wrap=True)
@@ -112,42 +120,12 @@ def _tried_url(exc: httpx2.HTTPError) -> str:
 
 
 def home_dir(home: Path | None) -> Path:
-    if home is not None:
-        return home.expanduser()
-    env = os.environ.get(HOME_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".config" / "hearth"
+    return _home_dir(home)
 
 
 def ensure_home(home: Path) -> Path:
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     return home
-
-
-@dataclass(frozen=True)
-class Profile:
-    base_url: str
-    project_id: str
-    identity_id: str
-    did: str
-    name: str = ""
-    key_id: str = ""
-
-    @classmethod
-    def from_json(cls, data: Any) -> Profile:
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        fields = {}
-        for name in ("base_url", "project_id", "identity_id", "did", "name", "key_id"):
-            value = data.get(name, "")
-            if not isinstance(value, str):
-                raise ValueError(f"{name} is not a string")
-            fields[name] = value
-        for name in ("base_url", "project_id", "identity_id", "did"):
-            if not fields[name]:
-                raise ValueError(f"{name} is missing")
-        return cls(**fields)
 
 
 def _write_json(path: Path, data: dict[str, Any], *, overwrite: bool) -> None:
@@ -156,17 +134,10 @@ def _write_json(path: Path, data: dict[str, Any], *, overwrite: bool) -> None:
 
 
 def load_profile(home: Path) -> Profile | None:
-    path = home / PROFILE_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        usage_error(f"cannot read {path}: {exc}")
-    try:
-        return Profile.from_json(data)
-    except ValueError as exc:
-        usage_error(f"{path} is damaged: {exc}")
+        return read_profile(home)
+    except HomeError as exc:
+        usage_error(str(exc))
 
 
 def require_profile(home: Path) -> Profile:
@@ -186,12 +157,9 @@ def save_profile(home: Path, profile: Profile) -> None:
 
 def load_api_key(home: Path) -> str | None:
     try:
-        value = (home / API_KEY_FILE).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        usage_error(f"cannot read the bearer file in {home}: {exc.strerror}")
-    return value or None
+        return read_api_key(home)
+    except HomeError as exc:
+        usage_error(str(exc))
 
 
 def require_api_key(home: Path) -> str:
@@ -229,17 +197,11 @@ def save_sealed_keys(
 def load_sealed_keys(path: Path) -> tuple[SealedBackup, dict[str, Any]]:
     """The sealed keys in ``path`` and the whole record; exits 2 when missing or damaged."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_sealed_keys_record(path)
     except FileNotFoundError:
         usage_error(f"no sealed keys at {path}")
-    except (OSError, ValueError) as exc:
-        usage_error(f"cannot read {path}: {exc}")
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("blob_base64"), str)
-        or not isinstance(data.get("key_derivation"), str)
-    ):
-        usage_error(f"{path} is not a sealed key file")
+    except HomeError as exc:
+        usage_error(str(exc))
     from hearth.client.backup import SealedBackup  # noqa: PLC0415 (the client stack)
 
     return SealedBackup(data["blob_base64"], data["key_derivation"]), data

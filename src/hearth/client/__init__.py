@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .adds import AddsClient
+    from .aio import AsyncHearthClient
+    from .aio_voice import AsyncVoiceStream
     from .common import Authority, Expression, Wallet
     from .errors import (
         AddsRefusal,
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
         InvalidAnswer,
         TransportError,
     )
+    from .home import HomeError, Profile
     from .identity import Candidate, ExpressionState, Plans, Recovered, Registration
     from .life import (
         Arrival,
@@ -54,6 +57,7 @@ if TYPE_CHECKING:
         MemoryPage,
         attest_memory,
     )
+    from .mnemonic_keys import IdentityKeys, NewIdentity, new_identity
     from .project import BackupRecord, Bootstrapped, BootstrapStatus, CreatedKey, KeyRecord
     from .runtimes import (
         ControlToken,
@@ -72,11 +76,14 @@ if TYPE_CHECKING:
         ThoughtWritten,
     )
     from .sdk import HearthClient
+    from .settings import Settings
     from .wake import VoiceEvent, VoiceStream
 
 # Where each public name lives: ``from hearth.client import X`` imports that module only.
 _HOMES = {
     "AddsClient": "adds",
+    "AsyncHearthClient": "aio",
+    "AsyncVoiceStream": "aio_voice",
     "Authority": "common",
     "Expression": "common",
     "Wallet": "common",
@@ -86,6 +93,12 @@ _HOMES = {
     "InsufficientCredits": "errors",
     "InvalidAnswer": "errors",
     "TransportError": "errors",
+    "HomeError": "home",
+    "Profile": "home",
+    "IdentityKeys": "mnemonic_keys",
+    "NewIdentity": "mnemonic_keys",
+    "new_identity": "mnemonic_keys",
+    "Settings": "settings",
     "Candidate": "identity",
     "ExpressionState": "identity",
     "Plans": "identity",
@@ -148,6 +161,8 @@ __all__ = [
     "AddsClient",
     "AddsRefusal",
     "Arrival",
+    "AsyncHearthClient",
+    "AsyncVoiceStream",
     "Attestation",
     "AttestationPage",
     "Authority",
@@ -170,7 +185,9 @@ __all__ = [
     "FundResult",
     "HearthClient",
     "HearthError",
+    "HomeError",
     "IdentityKey",
+    "IdentityKeys",
     "InboxMessage",
     "InboxPage",
     "InsufficientCredits",
@@ -181,7 +198,9 @@ __all__ = [
     "Memory",
     "MemoryAttestation",
     "MemoryPage",
+    "NewIdentity",
     "Plans",
+    "Profile",
     "PublicAgent",
     "PublicAgentPage",
     "Pulse",
@@ -192,6 +211,7 @@ __all__ = [
     "RuntimeEvent",
     "RuntimeEventPage",
     "RuntimePage",
+    "Settings",
     "Strand",
     "StrandPage",
     "Template",
@@ -210,6 +230,7 @@ __all__ = [
     "WalletDetail",
     "WalletRecord",
     "attest_memory",
+    "new_identity",
     "sponsor_statement",
 ]
 

@@ -252,6 +252,35 @@ class AddsClient:
             raise self.refusal(f"GET {path}", answer)
         return answer.content
 
+    def inventory(self) -> dict[str, Any]:
+        """What the bearer's project holds on the node: its blocks, and its documents by kind."""
+        return self._json_of("GET", "/v1/adds/inventory")
+
+    def documents(
+        self, *, kind: str | None = None, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """One page of the project's documents (``items``, ``next_cursor``), newest first."""
+        params = {
+            name: str(value)
+            for name, value in (("kind", kind), ("cursor", cursor), ("limit", limit))
+            if value is not None
+        }
+        return self._json_of("GET", DOCUMENTS_PATH, params=params)
+
+    def _json_of(
+        self, method: str, path: str, *, params: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        answer = self.send(method, path, params=params, idempotent=method == "GET")
+        if answer.status != 200:
+            raise self.refusal(f"{method} {path}", answer)
+        try:
+            data = json.loads(answer.content)
+        except ValueError:
+            raise InvalidAnswer(f"{self.base_url}{path}: the answer is not JSON") from None
+        if not isinstance(data, dict):
+            raise InvalidAnswer(f"{self.base_url}{path}: the answer is not a JSON object")
+        return data
+
     def receipt(self, items: list[str], commitment: str) -> bytes:
         """A storage receipt for ``items`` from the node, as it sent it."""
         path = "/v1/adds/receipts"

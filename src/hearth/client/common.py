@@ -18,6 +18,8 @@ import httpx2
 from hearth.proofs import b64_encode, format_timestamp
 from hearth.proofs.key_types import Ed25519PrivateKey, X25519PrivateKey
 
+from .calls import Call
+
 __all__ = [
     "Authority",
     "Expression",
@@ -131,28 +133,18 @@ class Expression:
 
 class Transport(Protocol):
     """What the call mixins (``identity.py``, ``memories.py``, ``project.py``, ``life.py``,
-    ``wake.py``, ``runtimes.py``) use of :class:`HearthClient`: its bearer, transport and proof
-    methods. The mixins type ``self`` with it, so each module is checked on its own and
-    :class:`HearthClient` is checked to provide all of it where it inherits them."""
+    ``wake.py``, ``runtimes.py``) use of a client: the bearer and the request-building steps of
+    ``core.CoreCalls``, each a generator of requests (``calls.py``), so a mixin's methods run on
+    the sync and the async client alike. The mixins type ``self`` with it, so each module is
+    checked on its own. Root proofs and the authority read are reached as
+    ``CoreCalls.root_request.gen(self, ...)`` and ``CoreCalls.authority.gen(self, ...)``."""
 
-    _http: httpx2.Client
     _api_key: str | None
 
-    def authority(self, identity_id: str) -> Authority: ...
-
-    def root_request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json_body: Any,
-        did: str,
-        root_key: Ed25519PrivateKey,
-        identity_id: str | None = None,
-        sequence: int | None = None,
-        params: Mapping[str, str] | None = None,
-        authenticated: bool = True,
-    ) -> Any: ...
+    # Read-only here: each client holds its own kind of httpx2 client, and the calls only build
+    # requests with it (``build_request``, ``timeout``), which both kinds do alike.
+    @property
+    def _http(self) -> httpx2.Client | httpx2.AsyncClient: ...
 
     def _headers(
         self, authenticated: bool, extra: Mapping[str, str] | None = None
@@ -167,7 +159,7 @@ class Transport(Protocol):
         params: Mapping[str, str] | None = None,
         authenticated: bool = True,
         headers: Mapping[str, str] | None = None,
-    ) -> httpx2.Response: ...
+    ) -> Call[httpx2.Response]: ...
 
     def _json(
         self,
@@ -178,7 +170,7 @@ class Transport(Protocol):
         params: Mapping[str, str] | None = None,
         authenticated: bool = True,
         headers: Mapping[str, str] | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> Call[dict[str, Any]]: ...
 
     def _proven(
         self,
@@ -187,7 +179,7 @@ class Transport(Protocol):
         body: Any,
         identity_id: str | None,
         root_key: Ed25519PrivateKey | None,
-    ) -> Any: ...
+    ) -> Call[Any]: ...
 
 
 def query(**values: str | int | bool | None) -> dict[str, str]:

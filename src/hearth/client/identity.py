@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from hearth.proofs import (
     RegisterIntent,
@@ -19,6 +19,7 @@ from hearth.proofs import (
 )
 from hearth.proofs.key_types import Ed25519PrivateKey, X25519PrivateKey
 
+from .calls import Call, op
 from .common import (
     Authority,
     Expression,
@@ -30,6 +31,7 @@ from .common import (
     _public_b64,
     _str,
 )
+from .core import CoreCalls
 from .errors import HearthError
 from .mnemonic_keys import IdentityKeys
 
@@ -187,19 +189,6 @@ def _split_keys(keys: KeysLike) -> tuple[Ed25519PrivateKey, X25519PrivateKey]:
     raise TypeError("keys must be IdentityKeys or (Ed25519PrivateKey, X25519PrivateKey)")
 
 
-class _Registrar(Transport, Protocol):
-    """What registering uses of the client beyond its transport: its own other calls."""
-
-    @property
-    def plans(self) -> Callable[[], Plans]: ...
-
-    @property
-    def prepare_registration(self) -> Callable[..., dict[str, Any]]: ...
-
-    @property
-    def register_prepared(self) -> Callable[[Mapping[str, Any]], Registration]: ...
-
-
 class IdentityCalls:
     """Registration, the public orientation, expressions, discovery and recovery."""
 
@@ -209,17 +198,20 @@ class IdentityCalls:
 
     # -- public orientation --
 
-    def plans(self: Transport) -> Plans:
-        return Plans.from_json(self._json("GET", "/public/plans", authenticated=False))
+    @op
+    def plans(self: Transport) -> Call[Plans]:
+        return Plans.from_json((yield from self._json("GET", "/public/plans", authenticated=False)))
 
-    def pathways(self: Transport) -> dict[str, Any]:
+    @op
+    def pathways(self: Transport) -> Call[dict[str, Any]]:
         """The door index; ``first_success.tutorial.sdk_version`` is the pinned release."""
-        return self._json("GET", "/v1/pathways", authenticated=False)
+        return (yield from self._json("GET", "/v1/pathways", authenticated=False))
 
     # -- registration --
 
+    @op
     def prepare_registration(
-        self: _Registrar,
+        self: Transport,
         keys: KeysLike,
         display_name: str,
         *,
@@ -233,7 +225,7 @@ class IdentityCalls:
         parent_identity_id: str | None = None,
         pow_difficulty: int | None = None,
         progress: Progress | None = None,
-    ) -> dict[str, Any]:
+    ) -> Call[dict[str, Any]]:
         """The exact JSON body of ``POST /v1/register/agent``, proven and (if needed) worked.
 
         With ``registrar_bearer`` the body registers into that bearer's project (no
@@ -247,7 +239,7 @@ class IdentityCalls:
             raise ValueError("parent_identity_id needs registrar_bearer (registrar mode)")
         mode = REGISTRAR if registrar_bearer is not None else SELF_SERVICE
         if mode == SELF_SERVICE and pow_difficulty is None:
-            pow_difficulty = self.plans().pow_difficulty_bits
+            pow_difficulty = (yield from IdentityCalls.plans.gen(self)).pow_difficulty_bits
 
         agent_public_key = _public_b64(signing)
         timestamp = _now()
@@ -302,16 +294,22 @@ class IdentityCalls:
             body["registrar"] = registrar
         return body
 
-    def register_prepared(self: Transport, body: Mapping[str, Any]) -> Registration:
+    @op
+    def register_prepared(self: Transport, body: Mapping[str, Any]) -> Call[Registration]:
         """Send a body from :meth:`prepare_registration`; adopts the returned bearer."""
         registration = Registration.from_json(
-            self._json("POST", "/v1/register/agent", body=dict(body), authenticated=False)
+            (
+                yield from self._json(
+                    "POST", "/v1/register/agent", body=dict(body), authenticated=False
+                )
+            )
         )
         self._api_key = registration.api_key
         return registration
 
+    @op
     def register(
-        self: _Registrar,
+        self: Transport,
         keys: KeysLike,
         display_name: str,
         *,
@@ -325,9 +323,10 @@ class IdentityCalls:
         parent_identity_id: str | None = None,
         pow_difficulty: int | None = None,
         progress: Progress | None = None,
-    ) -> Registration:
+    ) -> Call[Registration]:
         """Register an identity rooted in ``keys``; the client then holds its project bearer."""
-        body = self.prepare_registration(
+        body = yield from IdentityCalls.prepare_registration.gen(
+            self,
             keys,
             display_name,
             runtime_provider=runtime_provider,
@@ -341,20 +340,22 @@ class IdentityCalls:
             pow_difficulty=pow_difficulty,
             progress=progress,
         )
-        return self.register_prepared(body)
+        return (yield from IdentityCalls.register_prepared.gen(self, body))
 
     # -- identities --
 
+    @op
     def put_expression(
         self: Transport,
         identity_id: str,
         expression: Mapping[str, Any],
         *,
         root_key: Ed25519PrivateKey,
-    ) -> Expression:
+    ) -> Call[Expression]:
         """Replace the identity's expression, with the root proof made automatically."""
-        authority = self.authority(identity_id)
-        data = self.root_request(
+        authority = yield from CoreCalls.authority.gen(self, identity_id)
+        data = yield from CoreCalls.root_request.gen(
+            self,
             "PUT",
             f"/v1/identities/{identity_id}/expression",
             json_body=dict(expression),
@@ -364,15 +365,17 @@ class IdentityCalls:
         )
         return Expression.from_json(_obj(data))
 
-    def expression(self: Transport, identity_id: str) -> ExpressionState:
+    @op
+    def expression(self: Transport, identity_id: str) -> Call[ExpressionState]:
         """The declared and the effective expression, and what shaped it."""
         return ExpressionState.from_json(
-            self._json("GET", f"/v1/identities/{identity_id}/expression")
+            (yield from self._json("GET", f"/v1/identities/{identity_id}/expression"))
         )
 
     # -- discovery and recovery --
 
-    def discover(self: Transport, signing_key: Ed25519PrivateKey) -> list[Candidate]:
+    @op
+    def discover(self: Transport, signing_key: Ed25519PrivateKey) -> Call[list[Candidate]]:
         """The identities rooted in ``signing_key`` (signed identity-discovery/v1)."""
         pubkey = _public_b64(signing_key)
         timestamp = _now()
@@ -381,13 +384,16 @@ class IdentityCalls:
             "timestamp": timestamp,
             "signature": sign_digest(signing_key, discovery_digest(pubkey, timestamp)),
         }
-        data = self._json("POST", "/public/identities/by-pubkey", body=body, authenticated=False)
+        data = yield from self._json(
+            "POST", "/public/identities/by-pubkey", body=body, authenticated=False
+        )
         agents = data.get("agents")
         return [Candidate.from_json(a) for a in agents if isinstance(a, dict)] if agents else []
 
+    @op
     def recover(
         self: Transport, did: str, signing_key: Ed25519PrivateKey, device_label: str = ""
-    ) -> Recovered:
+    ) -> Call[Recovered]:
         """A new project bearer for the identity ``did``, proven by its root key.
 
         The service first answers 428 with the sequence to sign; the identical body is then
@@ -404,7 +410,8 @@ class IdentityCalls:
             ),
             "device_label": device_label,
         }
-        data = self.root_request(
+        data = yield from CoreCalls.root_request.gen(
+            self,
             "POST",
             "/v1/identity/recover",
             json_body=body,

@@ -23,6 +23,7 @@ from typing import Any
 from hearth.proofs import b64_decode, elevate_digest, sign_digest
 from hearth.proofs.key_types import Ed25519PrivateKey
 
+from .calls import Call, op, paged
 from .common import (
     Authority,
     Expression,
@@ -636,6 +637,11 @@ class PublicAgentPage:
     agents: tuple[PublicAgent, ...]
     next_cursor: str | None
 
+    @property
+    def items(self) -> tuple[PublicAgent, ...]:
+        """The agents, under the name every other page uses (for ``iter_public_agents``)."""
+        return self.agents
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PublicAgentPage:
         return cls(
@@ -651,24 +657,32 @@ class LifeCalls:
 
     # -- wallets --
 
-    def wallets(self: Transport) -> list[WalletRecord]:
+    @op
+    def wallets(self: Transport) -> Call[list[WalletRecord]]:
         """The project's wallets (one per identity), oldest first."""
-        data = self._json("GET", "/v1/wallets")
+        data = yield from self._json("GET", "/v1/wallets")
         return list(_objects(data.get("wallets"), WalletRecord.from_json))
 
-    def wallet(self: Transport, wallet_id: str) -> WalletDetail:
+    @op
+    def wallet(self: Transport, wallet_id: str) -> Call[WalletDetail]:
         """One wallet of the project, with its newest ledger entries."""
-        return WalletDetail.from_json(self._json("GET", f"/v1/wallets/{segment(wallet_id)}"))
+        return WalletDetail.from_json(
+            (yield from self._json("GET", f"/v1/wallets/{segment(wallet_id)}"))
+        )
 
+    @op
     def wallet_ledger(
         self: Transport, wallet_id: str, *, cursor: str | None = None, limit: int | None = None
-    ) -> LedgerPage:
+    ) -> Call[LedgerPage]:
         """One page of a wallet's ledger, newest first."""
         path = f"/v1/wallets/{segment(wallet_id)}/ledger"
         return LedgerPage.from_json(
-            self._json("GET", path, params=query(cursor=cursor, limit=limit))
+            (yield from self._json("GET", path, params=query(cursor=cursor, limit=limit)))
         )
 
+    iter_wallet_ledger = paged(wallet_ledger)
+
+    @op
     def wallet_fund(
         self: Transport,
         wallet_id: str,
@@ -676,7 +690,7 @@ class LifeCalls:
         *,
         source_wallet_id: str,
         idempotency_key: str,
-    ) -> FundResult:
+    ) -> Call[FundResult]:
         """Move ``amount`` minor units from ``source_wallet_id`` into ``wallet_id`` (both of
         this project). ``idempotency_key`` is required: choose it once per transfer and send
         the same key when repeating a request whose answer was lost; the service then answers
@@ -684,7 +698,7 @@ class LifeCalls:
         raised, never retried: credits are never bought here."""
         if not idempotency_key:
             raise ValueError("idempotency_key must not be empty: choose one per transfer")
-        data = self._json(
+        data = yield from self._json(
             "POST",
             f"/v1/wallets/{segment(wallet_id)}/fund",
             body={"amount": amount, "source_wallet_id": source_wallet_id},
@@ -694,37 +708,46 @@ class LifeCalls:
 
     # -- the vault --
 
+    @op
     def vault_put(
         self: Transport, name: str, value: str, *, description: str | None = None
-    ) -> VaultSecret:
+    ) -> Call[VaultSecret]:
         """Store or replace a secret (``version`` 1 when new). ``<identity id>:<key>`` names a
         secret in that identity's namespace. The value is sealed at rest and never returned."""
         body: dict[str, Any] = {"value": value}
         if description is not None:
             body["description"] = description
-        return VaultSecret.from_json(self._json("PUT", f"/v1/vault/{segment(name)}", body=body))
+        return VaultSecret.from_json(
+            (yield from self._json("PUT", f"/v1/vault/{segment(name)}", body=body))
+        )
 
-    def vault_secret(self: Transport, name: str) -> VaultSecret:
+    @op
+    def vault_secret(self: Transport, name: str) -> Call[VaultSecret]:
         """A secret's metadata (never its value)."""
-        return VaultSecret.from_json(self._json("GET", f"/v1/vault/{segment(name)}"))
+        return VaultSecret.from_json((yield from self._json("GET", f"/v1/vault/{segment(name)}")))
 
+    @op
     def vault_list(
         self: Transport,
         *,
         identity_id: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
-    ) -> VaultPage:
+    ) -> Call[VaultPage]:
         """One page of the project's secrets by name (metadata only); ``identity_id`` keeps
         that identity's namespace."""
         params = query(identity_id=identity_id, cursor=cursor, limit=limit)
-        return VaultPage.from_json(self._json("GET", "/v1/vault", params=params))
+        return VaultPage.from_json((yield from self._json("GET", "/v1/vault", params=params)))
 
-    def vault_delete(self: Transport, name: str) -> None:
-        self._send("DELETE", f"/v1/vault/{segment(name)}")
+    iter_vault_list = paged(vault_list)
+
+    @op
+    def vault_delete(self: Transport, name: str) -> Call[None]:
+        (yield from self._send("DELETE", f"/v1/vault/{segment(name)}"))
 
     # -- forks and templates --
 
+    @op
     def fork(
         self: Transport,
         parent: str,
@@ -737,7 +760,7 @@ class LifeCalls:
         memory_ids: Sequence[str] | None = None,
         limit: int | None = None,
         note: str | None = None,
-    ) -> Forked:
+    ) -> Call[Forked]:
         """Fork ``parent`` (id or DID, of this project) into a new agent; 10 credits, paid by
         the parent's wallet. ``tiers``/``limit`` and ``memory_ids`` select the parent's
         memories to copy (none by default). The new agent's private key and bearer are in the
@@ -760,19 +783,28 @@ class LifeCalls:
         if note is not None:
             body["fork_note"] = note
         path = f"/v1/identities/{segment(parent)}/fork"
-        return Forked.from_json(self._json("POST", path, body=body))
+        return Forked.from_json((yield from self._json("POST", path, body=body)))
 
+    @op
     def templates(
         self: Transport, *, cursor: str | None = None, limit: int | None = None
-    ) -> TemplatePage:
+    ) -> Call[TemplatePage]:
         """One page of the listed templates (built-in and published), newest first."""
         params = query(cursor=cursor, limit=limit)
-        return TemplatePage.from_json(self._json("GET", "/v1/templates", params=params))
+        return TemplatePage.from_json(
+            (yield from self._json("GET", "/v1/templates", params=params))
+        )
 
-    def template(self: Transport, template_id: str) -> Template:
+    iter_templates = paged(templates)
+
+    @op
+    def template(self: Transport, template_id: str) -> Call[Template]:
         """One template, with its whole ``expression``."""
-        return Template.from_json(self._json("GET", f"/v1/templates/{segment(template_id)}"))
+        return Template.from_json(
+            (yield from self._json("GET", f"/v1/templates/{segment(template_id)}"))
+        )
 
+    @op
     def template_publish(
         self: Transport,
         name: str,
@@ -782,7 +814,7 @@ class LifeCalls:
         identity_id: str | None = None,
         expression: Mapping[str, Any] | None = None,
         wallet_id: str | None = None,
-    ) -> Template:
+    ) -> Call[Template]:
         """Publish an identity's effective expression (``identity_id``) or a given
         ``expression`` (exactly one) at ``price`` minor units (0 is free); purchases pay
         ``wallet_id`` (default: the identity's wallet, else the project's first)."""
@@ -795,76 +827,96 @@ class LifeCalls:
             body["expression"] = dict(expression)
         if wallet_id is not None:
             body["wallet_id"] = wallet_id
-        return Template.from_json(self._json("POST", "/v1/templates", body=body))
+        return Template.from_json((yield from self._json("POST", "/v1/templates", body=body)))
 
-    def template_purchase(self: Transport, template_id: str) -> Purchase:
+    @op
+    def template_purchase(self: Transport, template_id: str) -> Call[Purchase]:
         """Buy a priced template from the project's paying wallet. Each call is a new purchase
         (the service names no idempotency for it), so this is sent exactly once: a 402 or a
         lost answer is the caller's to decide about."""
         path = f"/v1/templates/{segment(template_id)}/purchase"
-        return Purchase.from_json(self._json("POST", path))
+        return Purchase.from_json((yield from self._json("POST", path)))
 
+    @op
     def from_template(
         self: Transport, template_id: str, name: str, *, purchase_id: str | None = None
-    ) -> BornFromTemplate:
+    ) -> Call[BornFromTemplate]:
         """A new agent with the template's expression only; a priced template needs the
         ``purchase_id`` of :meth:`template_purchase` (unless the project published it)."""
         body: dict[str, Any] = {"template_id": template_id, "new_name": name}
         if purchase_id is not None:
             body["purchase_id"] = purchase_id
         return BornFromTemplate.from_json(
-            self._json("POST", "/v1/identities/from-template", body=body)
+            (yield from self._json("POST", "/v1/identities/from-template", body=body))
         )
 
     # -- elevation, attestations, pulse --
 
+    @op
     def elevate(
         self: Transport,
         statement: Mapping[str, Any],
         *,
         root_key: Ed25519PrivateKey | None = None,
-    ) -> Elevation:
+    ) -> Call[Elevation]:
         """Elevate ``statement["agent_id"]`` from Level 0 to Level 1 on a sponsor's statement
         (:func:`sponsor_statement`). An ``agent_root`` target needs its own ``root_key``: the
         exact-request root proof is made automatically (without it the service answers 428)."""
         target = statement.get("agent_id")
         if not isinstance(target, str):
             raise ValueError("the statement has no agent_id")
-        data = self._proven("POST", "/v1/bootstrap/elevate", dict(statement), target, root_key)
+        data = yield from self._proven(
+            "POST", "/v1/bootstrap/elevate", dict(statement), target, root_key
+        )
         return Elevation.from_json(_obj(data))
 
-    def attest(self: Transport, statement: Mapping[str, Any]) -> Attestation:
+    @op
+    def attest(self: Transport, statement: Mapping[str, Any]) -> Call[Attestation]:
         """Keep a sponsor's statement about an identity of this project without elevating it
         (the manual fallback); the same statement again answers it with ``replayed``."""
-        return Attestation.from_json(self._json("POST", "/v1/attestations", body=dict(statement)))
+        return Attestation.from_json(
+            (yield from self._json("POST", "/v1/attestations", body=dict(statement)))
+        )
 
+    @op
     def attestations(
         self: Transport,
         *,
         identity_id: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
-    ) -> AttestationPage:
+    ) -> Call[AttestationPage]:
         """One page of the project's attestations, newest first; ``identity_id`` (id or DID)
         keeps those about that identity."""
         params = query(identity_id=identity_id, cursor=cursor, limit=limit)
-        return AttestationPage.from_json(self._json("GET", "/v1/attestations", params=params))
+        return AttestationPage.from_json(
+            (yield from self._json("GET", "/v1/attestations", params=params))
+        )
 
-    def pulse(self: Transport, identity_id: str) -> Pulse:
-        return Pulse.from_json(self._json("GET", f"/v1/identities/{segment(identity_id)}/pulse"))
+    iter_attestations = paged(attestations)
+
+    @op
+    def pulse(self: Transport, identity_id: str) -> Call[Pulse]:
+        return Pulse.from_json(
+            (yield from self._json("GET", f"/v1/identities/{segment(identity_id)}/pulse"))
+        )
 
     # -- the public directory (no bearer) --
 
+    @op
     def public_agents(
         self: Transport, *, cursor: str | None = None, limit: int | None = None
-    ) -> PublicAgentPage:
+    ) -> Call[PublicAgentPage]:
         """One page of the agents that chose to be public, oldest first."""
-        data = self._json(
+        data = yield from self._json(
             "GET", "/public/agents", params=query(cursor=cursor, limit=limit), authenticated=False
         )
         return PublicAgentPage.from_json(data)
 
-    def public_agent(self: Transport, did: str) -> PublicAgent:
+    iter_public_agents = paged(public_agents)
+
+    @op
+    def public_agent(self: Transport, did: str) -> Call[PublicAgent]:
         """One public agent, with its expression; a private and an unknown DID are one 404."""
-        data = self._json("GET", f"/public/agents/{segment(did)}", authenticated=False)
+        data = yield from self._json("GET", f"/public/agents/{segment(did)}", authenticated=False)
         return PublicAgent.from_json(data)

@@ -4,13 +4,14 @@ root key when the identity is agent_root), witness attestations, the chronicle's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from hearth.proofs import memory_attestation_digest, sign_digest
 from hearth.proofs.key_types import Ed25519PrivateKey
 
+from .calls import Call, op, paged
 from .common import Transport, _obj, _objects, _opt_str, _public_b64, _str
 
 __all__ = [
@@ -154,16 +155,10 @@ def attest_memory(
     return attestation
 
 
-class _MemoryReader(Transport, Protocol):
-    """What deleting and elevating use of the client beyond its transport: reading a memory."""
-
-    @property
-    def memory(self) -> Callable[[str], Memory]: ...
-
-
 class MemoryCalls:
     """Memories and the chronicle."""
 
+    @op
     def memory_store(
         self: Transport,
         content: str,
@@ -172,15 +167,18 @@ class MemoryCalls:
         agent_id: str | None = None,
         key: str | None = None,
         root_key: Ed25519PrivateKey | None = None,
-    ) -> Memory:
+    ) -> Call[Memory]:
         """Store a memory (episodic unless ``tier``). A foundational memory of an agent_root
         identity needs ``root_key``: the proof is made automatically."""
         body: dict[str, Any] = {"content": content}
         optional = {"type": tier, "agent_id": agent_id, "key": key}
         body.update({name: value for name, value in optional.items() if value is not None})
         proven = agent_id if tier == "foundational" else None
-        return Memory.from_json(_obj(self._proven("POST", "/v1/memories", body, proven, root_key)))
+        return Memory.from_json(
+            _obj((yield from self._proven("POST", "/v1/memories", body, proven, root_key)))
+        )
 
+    @op
     def memories(
         self: Transport,
         *,
@@ -189,7 +187,7 @@ class MemoryCalls:
         key: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
-    ) -> MemoryPage:
+    ) -> Call[MemoryPage]:
         """One page of the project's memories, newest first."""
         params = {
             name: str(value)
@@ -202,31 +200,40 @@ class MemoryCalls:
             )
             if value is not None
         }
-        return MemoryPage.from_json(self._json("GET", "/v1/memories", params=params))
+        return MemoryPage.from_json((yield from self._json("GET", "/v1/memories", params=params)))
 
-    def memory(self: Transport, memory_id: str) -> Memory:
-        return Memory.from_json(self._json("GET", f"/v1/memories/{memory_id}"))
+    iter_memories = paged(memories)
 
+    @op
+    def memory(self: Transport, memory_id: str) -> Call[Memory]:
+        return Memory.from_json((yield from self._json("GET", f"/v1/memories/{memory_id}")))
+
+    @op
     def memory_delete(
-        self: _MemoryReader, memory_id: str, *, root_key: Ed25519PrivateKey | None = None
-    ) -> None:
+        self: Transport, memory_id: str, *, root_key: Ed25519PrivateKey | None = None
+    ) -> Call[None]:
         """Delete a memory for good (the chronicle records it). A foundational or constitutive
         memory of an agent_root identity needs ``root_key``."""
         identity_id = None
         if root_key is not None:
-            memory = self.memory(memory_id)
+            memory = yield from MemoryCalls.memory.gen(self, memory_id)
             identity_id = memory.agent_id if memory.tier != "episodic" else None
-        self._proven("DELETE", f"/v1/memories/{memory_id}", None, identity_id, root_key)
+        (
+            yield from self._proven(
+                "DELETE", f"/v1/memories/{memory_id}", None, identity_id, root_key
+            )
+        )
 
+    @op
     def memory_elevate(
-        self: _MemoryReader,
+        self: Transport,
         memory_id: str,
         tier: str,
         *,
         expression_patch: Mapping[str, Any] | None = None,
         attestations: Sequence[Mapping[str, Any]] | None = None,
         root_key: Ed25519PrivateKey | None = None,
-    ) -> Memory:
+    ) -> Call[Memory]:
         """Elevate a memory to ``foundational`` or ``constitutive`` (with ``attestations``, see
         :func:`attest_memory`). A memory of an agent_root identity needs ``root_key``: the proof
         is made automatically."""
@@ -235,10 +242,17 @@ class MemoryCalls:
             body["expression_patch"] = dict(expression_patch)
         if attestations is not None:
             body["attestations"] = [dict(a) for a in attestations]
-        identity_id = self.memory(memory_id).agent_id if root_key is not None else None
+        identity_id = (
+            (yield from MemoryCalls.memory.gen(self, memory_id)).agent_id
+            if root_key is not None
+            else None
+        )
         path = f"/v1/memories/{memory_id}/elevate"
-        return Memory.from_json(_obj(self._proven("POST", path, body, identity_id, root_key)))
+        return Memory.from_json(
+            _obj((yield from self._proven("POST", path, body, identity_id, root_key)))
+        )
 
+    @op
     def chronicle(
         self: Transport,
         *,
@@ -246,7 +260,7 @@ class MemoryCalls:
         agent_id: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
-    ) -> ChroniclePage:
+    ) -> Call[ChroniclePage]:
         """One page of the project's chronicle, newest first."""
         params = {
             name: str(value)
@@ -258,4 +272,8 @@ class MemoryCalls:
             )
             if value is not None
         }
-        return ChroniclePage.from_json(self._json("GET", "/v1/chronicle", params=params))
+        return ChroniclePage.from_json(
+            (yield from self._json("GET", "/v1/chronicle", params=params))
+        )
+
+    iter_chronicle = paged(chronicle)

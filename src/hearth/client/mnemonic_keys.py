@@ -38,8 +38,10 @@ __all__ = [
     "IdentityKeys",
     "KeyMaterialError",
     "MnemonicError",
+    "NewIdentity",
     "check_mnemonic",
     "derive_keys",
+    "new_identity",
     "new_mnemonic",
     "strict_b64decode",
 ]
@@ -228,3 +230,23 @@ def derive_keys(words: str) -> IdentityKeys:
         box=X25519PrivateKey.from_private_bytes(hkdf(seed, INFO_X25519)),
         strand_master=hkdf(seed, INFO_STRAND_MASTER),
     )
+
+
+@dataclass(frozen=True, repr=False)
+class NewIdentity:
+    """Fresh identity keys and the 24 words they derive from. ``keys`` is what
+    :meth:`~hearth.client.HearthClient.register` takes; ``mnemonic`` is the only way to recover
+    the identity later (keep it offline). ``repr`` shows the public keys only."""
+
+    mnemonic: str
+    keys: IdentityKeys
+
+    def __repr__(self) -> str:
+        return f"NewIdentity(keys={self.keys!r}, mnemonic=<redacted>)"
+
+
+def new_identity() -> NewIdentity:
+    """New identity keys (Ed25519 root, X25519 box, strand master) from fresh words: the same
+    derivation ``hearth register`` uses, so the words recover it with ``hearth recover`` too."""
+    words = new_mnemonic()
+    return NewIdentity(words, derive_keys(words))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any
 
 from .backup import SealedBackup
+from .calls import Call, op
 from .common import Authority, Transport, Wallet, _obj, _opt_str, _str
 
 __all__ = [
@@ -155,22 +156,28 @@ class ProjectCalls:
 
     # -- project keys --
 
-    def keys_list(self: Transport) -> list[KeyRecord]:
-        data = self._json("GET", "/v1/keys")
+    @op
+    def keys_list(self: Transport) -> Call[list[KeyRecord]]:
+        data = yield from self._json("GET", "/v1/keys")
         keys = data.get("keys")
         return [KeyRecord.from_json(k) for k in keys if isinstance(k, dict)] if keys else []
 
-    def keys_create(self: Transport, name: str) -> CreatedKey:
-        return CreatedKey.from_json(self._json("POST", "/v1/keys", body={"name": name}))
+    @op
+    def keys_create(self: Transport, name: str) -> Call[CreatedKey]:
+        return CreatedKey.from_json(
+            (yield from self._json("POST", "/v1/keys", body={"name": name}))
+        )
 
-    def keys_revoke(self: Transport, key_id: str) -> None:
-        self._send("DELETE", f"/v1/keys/{key_id}")
+    @op
+    def keys_revoke(self: Transport, key_id: str) -> Call[None]:
+        (yield from self._send("DELETE", f"/v1/keys/{key_id}"))
 
     # -- backups --
 
+    @op
     def backup_push(
         self: Transport, agent_id: str, sealed: SealedBackup, label: str | None = None
-    ) -> BackupRecord:
+    ) -> Call[BackupRecord]:
         body: dict[str, Any] = {
             "agent_id": agent_id,
             "blob_base64": sealed.blob_base64,
@@ -178,42 +185,39 @@ class ProjectCalls:
         }
         if label is not None:
             body["label"] = label
-        return BackupRecord.from_json(self._json("POST", "/v1/identity/backup", body=body))
+        return BackupRecord.from_json(
+            (yield from self._json("POST", "/v1/identity/backup", body=body))
+        )
 
-    def backup_pull(self: Transport, agent_id: str) -> BackupRecord:
+    @op
+    def backup_pull(self: Transport, agent_id: str) -> Call[BackupRecord]:
         """The latest backup of the identity (``open_backup`` opens its ``sealed``)."""
-        return BackupRecord.from_json(self._json("GET", f"/v1/identity/backup/{agent_id}"))
+        return BackupRecord.from_json(
+            (yield from self._json("GET", f"/v1/identity/backup/{agent_id}"))
+        )
 
     # -- bootstrap and scaffold --
 
-    def bootstrap(self: Transport, name: str, **fields: Any) -> Bootstrapped:
+    @op
+    def bootstrap(self: Transport, /, name: str, **fields: Any) -> Call[Bootstrapped]:
         """An agent with server-generated keys; ``fields``: capabilities, purpose,
         expression, metadata."""
         return Bootstrapped.from_json(
-            self._json("POST", "/v1/bootstrap", body={"name": name, **fields})
+            (yield from self._json("POST", "/v1/bootstrap", body={"name": name, **fields}))
         )
 
-    def bootstrap_status(self: Transport, agent_id: str) -> BootstrapStatus:
-        return BootstrapStatus.from_json(self._json("GET", f"/v1/bootstrap/{agent_id}"))
+    @op
+    def bootstrap_status(self: Transport, agent_id: str) -> Call[BootstrapStatus]:
+        return BootstrapStatus.from_json(
+            (yield from self._json("GET", f"/v1/bootstrap/{agent_id}"))
+        )
 
-    @overload
-    def scaffold(
-        self: Transport, platform: str, identity_id: str | None = None, text: Literal[False] = False
-    ) -> dict[str, Any]: ...
-
-    @overload
-    def scaffold(
-        self: Transport, platform: str, identity_id: str | None, text: Literal[True]
-    ) -> str: ...
-
-    @overload
-    def scaffold(
-        self: Transport, platform: str, identity_id: str | None = None, *, text: Literal[True]
-    ) -> str: ...
-
-    def scaffold(
+    # Public as ``scaffold`` on each client, whose overloads type the answer by ``text``
+    # (an overloaded signature cannot pass through ``op``); the request is built here, once.
+    @op
+    def _scaffold(
         self: Transport, platform: str, identity_id: str | None = None, text: bool = False
-    ) -> dict[str, Any] | str:
+    ) -> Call[dict[str, Any] | str]:
         """The credential install script for ``platform`` (``linux``, ``macos``,
         ``windows``): JSON by default, the raw script with ``text=True``."""
         params = {"platform": platform}
@@ -221,5 +225,5 @@ class ProjectCalls:
             params["identity_id"] = identity_id
         if text:
             params["format"] = "text"
-            return self._send("GET", "/v1/bootstrap/scaffold", params=params).text
-        return self._json("GET", "/v1/bootstrap/scaffold", params=params)
+            return (yield from self._send("GET", "/v1/bootstrap/scaffold", params=params)).text
+        return (yield from self._json("GET", "/v1/bootstrap/scaffold", params=params))

@@ -31,6 +31,7 @@ from hearth.proofs.thoughts import (
     write_body,
 )
 
+from .calls import Call, op, paged
 from .common import Transport, _obj, _objects, _opt_str, _str, query, segment
 
 __all__ = [
@@ -375,16 +376,16 @@ class IdentityKey:
 # ---- shared steps (module functions: a mixin method can call only the Transport) -------------
 
 
-def _strand(t: Transport, strand_id: str) -> Strand:
-    return Strand.from_json(t._json("GET", f"/v1/strands/{segment(strand_id)}"))
+def _strand(t: Transport, strand_id: str) -> Call[Strand]:
+    return Strand.from_json((yield from t._json("GET", f"/v1/strands/{segment(strand_id)}")))
 
 
 def _thought_page(
     t: Transport, strand_id: str, after_seq: int, limit: int | None, k_master: bytes | None
-) -> ThoughtPage:
+) -> Call[ThoughtPage]:
     params = query(after_seq=after_seq, limit=limit)
     page = ThoughtPage.from_json(
-        t._json("GET", f"/v1/strands/{segment(strand_id)}/thoughts", params=params)
+        (yield from t._json("GET", f"/v1/strands/{segment(strand_id)}/thoughts", params=params))
     )
     if k_master is None:
         return page
@@ -405,6 +406,7 @@ class RuntimeCalls:
 
     # -- runtimes --
 
+    @op
     def runtime_create(
         self: Transport,
         name: str,
@@ -415,7 +417,7 @@ class RuntimeCalls:
         bridge: Mapping[str, Any] | None = None,
         region: str | None = None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> Runtime:
+    ) -> Call[Runtime]:
         """Provision a runtime under a custody tier (``self``, ``bridged``, ``trusted``); a
         bridged runtime's ``control_token`` is in this answer only."""
         body: dict[str, Any] = {"name": name, "mode": mode}
@@ -427,8 +429,9 @@ class RuntimeCalls:
             "metadata": dict(metadata) if metadata is not None else None,
         }
         body.update({k: v for k, v in optional.items() if v is not None})
-        return Runtime.from_json(self._json("POST", "/v1/runtimes", body=body))
+        return Runtime.from_json((yield from self._json("POST", "/v1/runtimes", body=body)))
 
+    @op
     def runtimes(
         self: Transport,
         *,
@@ -438,7 +441,7 @@ class RuntimeCalls:
         include_deleted: bool = False,
         cursor: str | None = None,
         limit: int | None = None,
-    ) -> RuntimePage:
+    ) -> Call[RuntimePage]:
         """One page of the project's runtimes, newest first."""
         params = query(
             mode=mode,
@@ -448,79 +451,109 @@ class RuntimeCalls:
             cursor=cursor,
             limit=limit,
         )
-        return RuntimePage.from_json(self._json("GET", "/v1/runtimes", params=params))
+        return RuntimePage.from_json((yield from self._json("GET", "/v1/runtimes", params=params)))
 
-    def runtime(self: Transport, runtime_id: str) -> Runtime:
+    iter_runtimes = paged(runtimes)
+
+    @op
+    def runtime(self: Transport, runtime_id: str) -> Call[Runtime]:
         """A runtime with its liveness fields (a deleted one too, marked deleted)."""
-        return Runtime.from_json(self._json("GET", _runtime_path(runtime_id)))
+        return Runtime.from_json((yield from self._json("GET", _runtime_path(runtime_id))))
 
-    def runtime_patch(self: Transport, runtime_id: str, **fields: Any) -> Runtime:
+    @op
+    def runtime_patch(self: Transport, /, runtime_id: str, **fields: Any) -> Call[Runtime]:
         """Change ``name``, ``llm``, ``region``, ``metadata`` or ``bridge`` (its
         ``advertised_url``); only the fields given are sent (``None`` is sent as null)."""
-        return Runtime.from_json(self._json("PATCH", _runtime_path(runtime_id), body=fields))
+        return Runtime.from_json(
+            (yield from self._json("PATCH", _runtime_path(runtime_id), body=fields))
+        )
 
-    def runtime_delete(self: Transport, runtime_id: str) -> Runtime:
+    @op
+    def runtime_delete(self: Transport, runtime_id: str) -> Call[Runtime]:
         """Soft delete: the record is kept for audit, marked deleted."""
-        return Runtime.from_json(self._json("DELETE", _runtime_path(runtime_id)))
+        return Runtime.from_json((yield from self._json("DELETE", _runtime_path(runtime_id))))
 
-    def runtime_restart(self: Transport, runtime_id: str) -> Runtime:
+    @op
+    def runtime_restart(self: Transport, runtime_id: str) -> Call[Runtime]:
         """Recover a runtime in ``error``: it re-enters ``starting``."""
-        return Runtime.from_json(self._json("POST", _runtime_path(runtime_id, "restart")))
+        return Runtime.from_json(
+            (yield from self._json("POST", _runtime_path(runtime_id, "restart")))
+        )
 
+    @op
     def runtime_events(
         self: Transport, runtime_id: str, *, cursor: str | None = None, limit: int | None = None
-    ) -> RuntimeEventPage:
+    ) -> Call[RuntimeEventPage]:
         """One page of the runtime's append-only event log, oldest first."""
         params = query(cursor=cursor, limit=limit)
         return RuntimeEventPage.from_json(
-            self._json("GET", _runtime_path(runtime_id, "events"), params=params)
+            (yield from self._json("GET", _runtime_path(runtime_id, "events"), params=params))
         )
 
-    def runtime_control_token(self: Transport, runtime_id: str) -> ControlToken:
+    iter_runtime_events = paged(runtime_events)
+
+    @op
+    def runtime_control_token(self: Transport, runtime_id: str) -> Call[ControlToken]:
         """Rotate a bridged runtime's control token; the new one is answered once."""
         return ControlToken.from_json(
-            self._json("POST", _runtime_path(runtime_id, "control-token"))
+            (yield from self._json("POST", _runtime_path(runtime_id, "control-token")))
         )
 
     # -- a self runtime's loop --
 
-    def runtime_heartbeat(self: Transport, runtime_id: str) -> Runtime:
+    @op
+    def runtime_heartbeat(self: Transport, runtime_id: str) -> Call[Runtime]:
         """A self runtime's loop reports in: ``last_seen_at``, and the first heartbeat moves it
         to ``running`` (docs/runtimes.md, "Self custody")."""
-        return Runtime.from_json(self._json("POST", _runtime_path(runtime_id, "heartbeat")))
+        return Runtime.from_json(
+            (yield from self._json("POST", _runtime_path(runtime_id, "heartbeat")))
+        )
 
-    def runtime_take(self: Transport, runtime_id: str) -> InboxMessage | None:
+    @op
+    def runtime_take(self: Transport, runtime_id: str) -> Call[InboxMessage | None]:
         """Take the identity's oldest pending message for this self runtime; None when none is
         waiting. No other loop can take it until it is released."""
-        response = self._send("POST", _runtime_path(runtime_id, "inbox", "take"))
+        response = yield from self._send("POST", _runtime_path(runtime_id, "inbox", "take"))
         if response.status_code == 204 or not response.content:
             return None
         return InboxMessage.from_json(_obj(response.json()))
 
-    def runtime_complete(self: Transport, runtime_id: str, message_id: str) -> InboxMessage:
+    @op
+    def runtime_complete(self: Transport, runtime_id: str, message_id: str) -> Call[InboxMessage]:
         """Mark a message this runtime took as done (after its thought is stored)."""
         return InboxMessage.from_json(
-            self._json("POST", _runtime_path(runtime_id, "inbox", message_id, "complete"))
+            (
+                yield from self._json(
+                    "POST", _runtime_path(runtime_id, "inbox", message_id, "complete")
+                )
+            )
         )
 
-    def runtime_release(self: Transport, runtime_id: str, message_id: str) -> InboxMessage:
+    @op
+    def runtime_release(self: Transport, runtime_id: str, message_id: str) -> Call[InboxMessage]:
         """Give back a message this runtime took: it is pending again."""
         return InboxMessage.from_json(
-            self._json("POST", _runtime_path(runtime_id, "inbox", message_id, "release"))
+            (
+                yield from self._json(
+                    "POST", _runtime_path(runtime_id, "inbox", message_id, "release")
+                )
+            )
         )
 
     # -- strands and thoughts --
 
+    @op
     def strand_create(
         self: Transport, identity_id: str, name: str, *, runtime_id: str | None = None
-    ) -> Strand:
+    ) -> Call[Strand]:
         """A new strand of the identity, optionally bound to one of its runtimes (its thoughts
         then count as that runtime's)."""
         body: dict[str, Any] = {"identity_id": identity_id, "name": name}
         if runtime_id is not None:
             body["runtime_id"] = runtime_id
-        return Strand.from_json(self._json("POST", "/v1/strands", body=body))
+        return Strand.from_json((yield from self._json("POST", "/v1/strands", body=body)))
 
+    @op
     def strands(
         self: Transport,
         *,
@@ -528,15 +561,19 @@ class RuntimeCalls:
         runtime_id: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
-    ) -> StrandPage:
+    ) -> Call[StrandPage]:
         """One page of the project's strands, newest first."""
         params = query(identity_id=identity_id, runtime_id=runtime_id, cursor=cursor, limit=limit)
-        return StrandPage.from_json(self._json("GET", "/v1/strands", params=params))
+        return StrandPage.from_json((yield from self._json("GET", "/v1/strands", params=params)))
 
-    def strand(self: Transport, strand_id: str) -> Strand:
+    iter_strands = paged(strands)
+
+    @op
+    def strand(self: Transport, strand_id: str) -> Call[Strand]:
         """A strand, with the ``next_seq`` its next thought must carry."""
-        return _strand(self, strand_id)
+        return (yield from _strand(self, strand_id))
 
+    @op
     def thought_write(
         self: Transport,
         strand_id: str,
@@ -546,7 +583,7 @@ class RuntimeCalls:
         signing_key: Ed25519PrivateKey,
         signing_key_id: str = ROOT_KID,
         seq: int | None = None,
-    ) -> ThoughtWritten:
+    ) -> Call[ThoughtWritten]:
         """Seal ``plaintext`` under ``k_master`` for the strand's next seq (read from the
         strand when ``seq`` is None) and write it, signed by ``signing_key`` under
         ``signing_key_id`` (``primary``: the identity's root key). Only the nonce, the
@@ -554,13 +591,14 @@ class RuntimeCalls:
         writer is 409 ``thought_seq_conflict``: nothing was stored, and the caller may seal
         again for the new seq."""
         if seq is None:
-            seq = _strand(self, strand_id).next_seq
+            seq = (yield from _strand(self, strand_id)).next_seq
         sealed = seal_thought(k_master, strand_id, seq, plaintext)
         body = write_body(signing_key, signing_key_id, strand_id, seq, sealed)
         return ThoughtWritten.from_json(
-            self._json("POST", f"/v1/strands/{segment(strand_id)}/thoughts", body=body)
+            (yield from self._json("POST", f"/v1/strands/{segment(strand_id)}/thoughts", body=body))
         )
 
+    @op
     def thought_write_sealed(
         self: Transport,
         strand_id: str,
@@ -569,13 +607,14 @@ class RuntimeCalls:
         *,
         signing_key: Ed25519PrivateKey,
         signing_key_id: str = ROOT_KID,
-    ) -> ThoughtWritten:
+    ) -> Call[ThoughtWritten]:
         """Write a thought sealed elsewhere (``hearth.proofs.thoughts.seal_thought``)."""
         body = write_body(signing_key, signing_key_id, strand_id, seq, sealed)
         return ThoughtWritten.from_json(
-            self._json("POST", f"/v1/strands/{segment(strand_id)}/thoughts", body=body)
+            (yield from self._json("POST", f"/v1/strands/{segment(strand_id)}/thoughts", body=body))
         )
 
+    @op
     def thoughts(
         self: Transport,
         strand_id: str,
@@ -583,37 +622,46 @@ class RuntimeCalls:
         k_master: bytes | None = None,
         after_seq: int = 0,
         limit: int | None = None,
-    ) -> ThoughtPage:
+    ) -> Call[ThoughtPage]:
         """One page of the strand's thoughts in seq order after ``after_seq``. With
         ``k_master`` each is opened here (``plaintext``); one that does not open raises
         :class:`ThoughtOpenError`."""
-        return _thought_page(self, strand_id, after_seq, limit, k_master)
+        return (yield from _thought_page(self, strand_id, after_seq, limit, k_master))
 
+    iter_thoughts = paged(thoughts, cursor="after_seq", following="next_after_seq")
+
+    @op
     def recent_thoughts(
         self: Transport, strand_id: str, *, k_master: bytes | None = None, count: int = 20
-    ) -> list[Thought]:
+    ) -> Call[list[Thought]]:
         """The strand's last ``count`` thoughts (at most 100), oldest first, opened with
         ``k_master`` when given: the context a think cycle reads."""
         if not 1 <= count <= MAX_THOUGHT_PAGE:
             raise ValueError(f"count is 1 to {MAX_THOUGHT_PAGE}")
-        last = _strand(self, strand_id).next_seq - 1
+        last = (yield from _strand(self, strand_id)).next_seq - 1
         if last < 1:
             return []
         after = max(0, last - count)
-        return list(_thought_page(self, strand_id, after, count, k_master).items)
+        return list((yield from _thought_page(self, strand_id, after, count, k_master)).items)
 
     # -- the inbox --
 
-    def inbox_send(self: Transport, identity_id: str, body: str, *, sender: str) -> InboxMessage:
+    @op
+    def inbox_send(
+        self: Transport, identity_id: str, body: str, *, sender: str
+    ) -> Call[InboxMessage]:
         """Send a message to an identity; its idle runtimes wake (``woke_runtimes``)."""
         return InboxMessage.from_json(
-            self._json(
-                "POST",
-                f"/v1/identities/{segment(identity_id)}/inbox",
-                body={"sender": sender, "body": body},
+            (
+                yield from self._json(
+                    "POST",
+                    f"/v1/identities/{segment(identity_id)}/inbox",
+                    body={"sender": sender, "body": body},
+                )
             )
         )
 
+    @op
     def inbox(
         self: Transport,
         identity_id: str,
@@ -621,15 +669,22 @@ class RuntimeCalls:
         status: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
-    ) -> InboxPage:
+    ) -> Call[InboxPage]:
         """One page of the identity's messages, newest first."""
         params = query(status=status, cursor=cursor, limit=limit)
         return InboxPage.from_json(
-            self._json("GET", f"/v1/identities/{segment(identity_id)}/inbox", params=params)
+            (
+                yield from self._json(
+                    "GET", f"/v1/identities/{segment(identity_id)}/inbox", params=params
+                )
+            )
         )
+
+    iter_inbox = paged(inbox)
 
     # -- identity keys --
 
+    @op
     def identity_key_register(
         self: Transport,
         identity_id: str,
@@ -639,7 +694,7 @@ class RuntimeCalls:
         purpose: str = "device",
         runtime_id: str | None = None,
         root_key: Ed25519PrivateKey | None = None,
-    ) -> IdentityKey:
+    ) -> Call[IdentityKey]:
         """Register a ``device`` or ``runtime`` signing key for the identity. ``public_key`` is
         a key (its public half is sent) or its standard base64. An agent_root identity needs
         ``root_key``: the root proof is made automatically."""
@@ -649,19 +704,23 @@ class RuntimeCalls:
         if runtime_id is not None:
             body["runtime_id"] = runtime_id
         path = f"/v1/identities/{segment(identity_id)}/keys"
-        return IdentityKey.from_json(_obj(self._proven("POST", path, body, identity_id, root_key)))
+        return IdentityKey.from_json(
+            _obj((yield from self._proven("POST", path, body, identity_id, root_key)))
+        )
 
-    def identity_keys(self: Transport, identity_id: str) -> list[IdentityKey]:
+    @op
+    def identity_keys(self: Transport, identity_id: str) -> Call[list[IdentityKey]]:
         """The identity's keys: the root key (``primary``) first, then registered ones."""
-        data = self._json("GET", f"/v1/identities/{segment(identity_id)}/keys")
+        data = yield from self._json("GET", f"/v1/identities/{segment(identity_id)}/keys")
         return list(_objects(data.get("items"), IdentityKey.from_json))
 
+    @op
     def identity_key_revoke(
         self: Transport, identity_id: str, kid: str, *, root_key: Ed25519PrivateKey | None = None
-    ) -> IdentityKey:
+    ) -> Call[IdentityKey]:
         """Revoke a registered key: it signs nothing from now on (root proof with
         ``root_key``)."""
         path = f"/v1/identities/{segment(identity_id)}/keys/{segment(kid)}"
         return IdentityKey.from_json(
-            _obj(self._proven("DELETE", path, None, identity_id, root_key))
+            _obj((yield from self._proven("DELETE", path, None, identity_id, root_key)))
         )

@@ -1,10 +1,11 @@
 """The wake and its voice, as calls: ``GET /v1/wake`` in its five formats, and
 ``GET /v1/wake/voice`` (Server-Sent Events) as an iterator of parsed events.
 
-:class:`WakeCalls` is a mixin of :class:`hearth.client.HearthClient`, typed with the
-:class:`~hearth.client.common.Transport` self-type.
+:class:`WakeCalls` is a mixin of both clients, typed with the
+:class:`~hearth.client.common.Transport` self-type: the wake's request and the voice's are built
+here once; each client's ``wake`` and ``voice`` send them (``sdk.py``, ``aio.py``).
 
-The voice (docs/voice.md): :meth:`WakeCalls.voice` returns once the service has sent
+The voice (docs/voice.md): ``voice`` returns once the service has sent
 ``connected``; the subscription is live from then on, so every change committed afterwards is
 delivered while the connection lasts. The stream keeps no history and has no resume: after a
 reconnection, read the wake again to catch up. Reconnecting is off by default; when asked
@@ -18,14 +19,17 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 import httpx2
 
+from .calls import Call, op
 from .common import Transport, _opt_str, query
 from .errors import HearthError
 
 __all__ = ["VoiceEvent", "VoiceStream", "WakeCalls"]
+
+WakeFormat = Literal["json", "md", "math", "anthropic", "openai"]
 
 WAKE_FORMATS = ("json", "md", "math", "anthropic", "openai")
 TEXT_FORMATS = frozenset({"md", "math"})
@@ -186,84 +190,50 @@ class VoiceStream:
 
 
 class WakeCalls:
-    """The wake document and the voice stream."""
+    """The wake document; the voice's request. Each client's public ``wake`` (overloaded: the
+    format decides between a JSON object and text, which ``op`` cannot carry) and ``voice`` (a
+    stream, sync or async) call these."""
 
-    @overload
-    def wake(
-        self: Transport,
-        format: Literal["json", "anthropic", "openai"] = "json",
-        *,
-        identity_id: str | None = None,
-        refresh: bool = False,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    def wake(
-        self: Transport,
-        format: Literal["md", "math"],
-        *,
-        identity_id: str | None = None,
-        refresh: bool = False,
-    ) -> str: ...
-
-    @overload
-    def wake(
-        self: Transport,
-        format: str,
-        *,
-        identity_id: str | None = None,
-        refresh: bool = False,
-    ) -> dict[str, Any] | str: ...
-
-    def wake(
+    @op
+    def _wake(
         self: Transport,
         format: str = "json",
         *,
         identity_id: str | None = None,
         refresh: bool = False,
-    ) -> dict[str, Any] | str:
-        """The wake of the caller's project: the JSON document (``json``, the default), the
-        Markdown (``md``) or one-fact-per-line (``math``) text, or the provider payload
-        (``anthropic``: ``{"system": ...}``, ``openai``: ``{"messages": [...]}``; take that
-        member rather than the whole body, which also carries ``_welcomed``). ``identity_id``
-        names the focal identity; ``refresh`` skips the service's few-second cache."""
+    ) -> Call[dict[str, Any] | str]:
         params = query(format=format, identity_id=identity_id, refresh=True if refresh else None)
         if format in TEXT_FORMATS:
-            return self._send("GET", "/v1/wake", params=params).text
-        return self._json("GET", "/v1/wake", params=params)
+            return (yield from self._send("GET", "/v1/wake", params=params)).text
+        return (yield from self._json("GET", "/v1/wake", params=params))
 
-    def voice(
-        self: Transport,
-        identity_id: str,
-        *,
-        reconnect: int = 0,
-        backoff: float = 1.0,
-        read_timeout: float = DEFAULT_VOICE_READ_TIMEOUT,
-    ) -> VoiceStream:
-        """Listen to the changes of ``identity_id`` (id or DID) and of the whole project.
 
-        Returns once ``connected`` has arrived (it is the first event the stream yields);
-        refusals raise :class:`HearthError` here. ``reconnect`` is how many times a stream that
-        ends or breaks is opened again (0: never), pausing ``backoff`` seconds, doubled each
-        time up to 30 s. ``read_timeout`` is the longest silence accepted (the service speaks
-        at least every 15 s)."""
-        if reconnect < 0:
-            raise ValueError("reconnect is a number of attempts, 0 or more")
-        timeout = httpx2.Timeout(self._http.timeout.connect, read=read_timeout)
-        params = query(identity_id=identity_id)
+def voice_request(
+    t: Transport, identity_id: str, reconnect: int, read_timeout: float
+) -> httpx2.Request:
+    """The voice's streaming request, which each client sends its own way."""
+    if reconnect < 0:
+        raise ValueError("reconnect is a number of attempts, 0 or more")
+    timeout = httpx2.Timeout(t._http.timeout.connect, read=read_timeout)
+    headers = t._headers(True, {"Accept": "text/event-stream"})
+    return t._http.build_request(
+        "GET",
+        "/v1/wake/voice",
+        params=query(identity_id=identity_id),
+        headers=headers,
+        timeout=timeout,
+    )
 
-        def connect() -> httpx2.Response:
-            headers = self._headers(True, {"Accept": "text/event-stream"})
-            request = self._http.build_request(
-                "GET", "/v1/wake/voice", params=params, headers=headers, timeout=timeout
-            )
-            response = self._http.send(request, stream=True)
-            if not response.is_success:
-                try:
-                    response.read()
-                finally:
-                    response.close()
-                raise HearthError.from_response(response)
-            return response
 
-        return VoiceStream(connect, reconnect=reconnect, backoff=backoff)
+WAKE_DOC = """The wake of the caller's project: the JSON document (``json``, the default), the
+Markdown (``md``) or one-fact-per-line (``math``) text, or the provider payload (``anthropic``:
+``{"system": ...}``, ``openai``: ``{"messages": [...]}``; take that member rather than the whole
+body, which also carries ``_welcomed``). ``identity_id`` names the focal identity; ``refresh``
+skips the service's few-second cache."""
+
+VOICE_DOC = """Listen to the changes of ``identity_id`` (id or DID) and of the whole project.
+
+Returns once ``connected`` has arrived (it is the first event the stream yields); refusals raise
+:class:`HearthError` here. ``reconnect`` is how many times a stream that ends or breaks is
+opened again (0: never), pausing ``backoff`` seconds, doubled each time up to 30 s.
+``read_timeout`` is the longest silence accepted (the service speaks at least every 15 s)."""

@@ -1,0 +1,183 @@
+"""``AsyncHearthClient``: :class:`~hearth.client.HearthClient`'s calls for agents that live in an
+event loop, sent with ``httpx2.AsyncClient``. Nothing of a call is written here: each is the
+generator its family's mixin defines once (``calls.py``), run by :class:`AsyncRunner` (the same
+GET-only retry on connection errors). Only what cannot pass through ``op`` is spelled out: the
+overloaded ``wake`` and ``scaffold`` (delegating to the shared request) and the voice's stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, overload
+
+import httpx2
+
+from hearth import __version__
+
+from .aio_voice import AsyncVoiceStream
+from .calls import AsyncRunner
+from .core import CoreCalls
+from .errors import HearthError
+from .identity import IdentityCalls
+from .life import LifeCalls
+from .memories import MemoryCalls
+from .orientation import OrientationCalls
+from .project import ProjectCalls
+from .runtimes import RuntimeCalls
+from .settings import FromSettings
+from .wake import (
+    DEFAULT_VOICE_READ_TIMEOUT,
+    VOICE_DOC,
+    WAKE_DOC,
+    WakeCalls,
+    voice_request,
+)
+
+__all__ = ["AsyncHearthClient"]
+
+
+class AsyncHearthClient(
+    AsyncRunner,
+    FromSettings,
+    CoreCalls,
+    IdentityCalls,
+    OrientationCalls,
+    MemoryCalls,
+    ProjectCalls,
+    LifeCalls,
+    WakeCalls,
+    RuntimeCalls,
+):
+    """An asynchronous client of one hearth service, on ``httpx2.AsyncClient``: the same calls
+    as :class:`~hearth.client.HearthClient`, with the same names and arguments, each a coroutine
+    (``await client.memories()``), and the ``iter_*`` listings async iterators (``async for``).
+    The calls are the very same code (``calls.py``); only the sending differs. Registration's
+    proof-of-work is solved in the loop's thread: prepare it ahead (``prepare_registration``)
+    or in an executor when the loop must stay responsive.
+
+    ``api_key`` is the project bearer; it is sent only to routes that need one, and it is
+    replaced by the bearer a successful :meth:`register` or :meth:`recover` returns. Use the
+    client as a context manager, or call :meth:`close`. :meth:`from_env` and :meth:`from_home`
+    find the service and the bearer for you.
+
+    This class runs the calls; they come from one mixin per resource family: the transport,
+    root proofs and authority from :class:`~hearth.client.core.CoreCalls`; registration, plans,
+    expressions, discovery and recovery from :class:`~hearth.client.identity.IdentityCalls`;
+    the porch, canon, orientation documents, health, metrics and package discovery from
+    :class:`~hearth.client.orientation.OrientationCalls`;
+    memories and the chronicle from :class:`~hearth.client.memories.MemoryCalls`; project
+    keys, backups, bootstrap and scaffold from :class:`~hearth.client.project.ProjectCalls`;
+    wallets, the vault, forks, templates, elevation, attestations, the pulse and the public
+    directory from :class:`~hearth.client.life.LifeCalls`; the wake and its voice from
+    :class:`~hearth.client.wake.WakeCalls`; runtimes, strands, thoughts (sealed and opened
+    here), the inbox and identity keys from :class:`~hearth.client.runtimes.RuntimeCalls`
+    (docs/sdk.md lists every call). Each listing has an ``iter_*`` twin over all its pages.
+    """
+
+    _http: httpx2.AsyncClient
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key=api_key, timeout=timeout)
+        self._http = httpx2.AsyncClient(
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
+            headers={"Accept": "application/json", "User-Agent": f"hearth-sdk/{__version__}"},
+        )
+
+    # -- lifecycle --
+
+    async def __aenter__(self) -> AsyncHearthClient:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    # -- the calls whose answer type depends on an argument (see WakeCalls, ProjectCalls) --
+
+    @overload
+    async def wake(
+        self,
+        format: Literal["json", "anthropic", "openai"] = "json",
+        *,
+        identity_id: str | None = None,
+        refresh: bool = False,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def wake(
+        self,
+        format: Literal["md", "math"],
+        *,
+        identity_id: str | None = None,
+        refresh: bool = False,
+    ) -> str: ...
+
+    @overload
+    async def wake(
+        self, format: str, *, identity_id: str | None = None, refresh: bool = False
+    ) -> dict[str, Any] | str: ...
+
+    async def wake(
+        self, format: str = "json", *, identity_id: str | None = None, refresh: bool = False
+    ) -> dict[str, Any] | str:
+        return await self._wake(format, identity_id=identity_id, refresh=refresh)
+
+    wake.__doc__ = WAKE_DOC
+
+    async def voice(
+        self,
+        identity_id: str,
+        *,
+        reconnect: int = 0,
+        backoff: float = 1.0,
+        read_timeout: float = DEFAULT_VOICE_READ_TIMEOUT,
+    ) -> AsyncVoiceStream:
+        request = voice_request(self, identity_id, reconnect, read_timeout)
+
+        async def connect() -> httpx2.Response:
+            response = await self._http.send(request, stream=True)
+            if not response.is_success:
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+                raise HearthError.from_response(response)
+            return response
+
+        stream = AsyncVoiceStream(connect, reconnect=reconnect, backoff=backoff)
+        await stream._open()
+        return stream
+
+    voice.__doc__ = VOICE_DOC
+
+    @overload
+    async def scaffold(
+        self, platform: str, identity_id: str | None = None, text: Literal[False] = False
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def scaffold(
+        self, platform: str, identity_id: str | None, text: Literal[True]
+    ) -> str: ...
+
+    @overload
+    async def scaffold(
+        self, platform: str, identity_id: str | None = None, *, text: Literal[True]
+    ) -> str: ...
+
+    async def scaffold(
+        self, platform: str, identity_id: str | None = None, text: bool = False
+    ) -> dict[str, Any] | str:
+        """The credential install script for ``platform`` (``linux``, ``macos``,
+        ``windows``): JSON by default, the raw script with ``text=True``."""
+        return await self._scaffold(platform, identity_id, text)
