@@ -16,7 +16,13 @@ from tests.support.live import Live, live_service, sqlite_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "tests" / "support" / "doc_runner.py"
-DOCS = ["README.md", "docs/quickstart.md"]
+# Each document, and what its run must print beyond succeeding (what a block prints to show the
+# reader, where a silent wrong answer would otherwise pass).
+DOCS = {
+    "README.md": ["True grant bafkrei"],
+    "docs/quickstart.md": ["connected", "self provisioned"],
+    "docs/sdk.md": ["memory_stored", "Heard in the loop.", "unreachable after three tries"],
+}
 DOC_WAIT_S = 900  # a guard against a hung document, never a speed
 
 
@@ -60,6 +66,8 @@ def test_the_doc_runs_as_written(doc: str, live: Live, tmp_path: Path) -> None:
     done = run_doc(ROOT / doc, live.base_url, reader_folder(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert " blocks ran" in done.stdout
+    for printed in DOCS[doc]:
+        assert printed in done.stdout, (printed, done.stdout)
 
 
 def test_a_failing_command_fails_the_doc_and_names_it(live: Live, tmp_path: Path) -> None:
