@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query, Response
 from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
+from ..db.rows import IdentityRow
 from ..models_elevation import AttestationPage, AttestationStored, SponsorStatement
 from ..services import attestations, chronicle, cursors, identities
 from ..services.cursors import Page
@@ -37,7 +38,7 @@ ROUTE = "POST /v1/attestations"
 async def attest(
     body: SponsorStatement, caller: CallerDep, hearth: HearthDep, response: Response
 ) -> dict[str, Any]:
-    def verify(conn: Connection) -> tuple[dict[str, Any], dict[str, Any]]:
+    def verify(conn: Connection) -> tuple[IdentityRow, IdentityRow]:
         subject = identities.find(conn, caller.project_id, body.agent_id)
         sponsor, _key = attestations.verify(conn, subject, body)
         return subject, sponsor
@@ -81,7 +82,7 @@ async def list_attestations(
     def run(conn: Connection) -> Page:
         subject = None
         if identity_id is not None:
-            subject = identities.find(conn, caller.project_id, identity_id)["id"]
+            subject = identities.find(conn, caller.project_id, identity_id).id
         return attestations.listing(
             conn, caller.project_id, identity_id=subject, cursor=cursor, limit=limit
         )

@@ -70,16 +70,14 @@ async def scaffold(  # noqa: PLR0917 - FastAPI reads query parameters from the s
                     422,
                     "identity_required",
                     "This project has several active identities: name one with identity_id.",
-                    details={"identities": [row["id"] for row in active]},
+                    details={"identities": [row.id for row in active]},
                 )
             identity = active[0]
     rendered = render_scaffold(
         platform,
         base_url=base_url(request, hearth),
         project_id=caller.project_id,
-        identity=ScaffoldIdentity(
-            id=identity["id"], did=identity["did"], name=name or identity["name"]
-        ),
+        identity=ScaffoldIdentity(id=identity.id, did=identity.did, name=name or identity.name),
     )
     if format == "text":
         return Response(

@@ -37,7 +37,7 @@ async def read_chronicle(  # noqa: PLR0917 - FastAPI reads query parameters from
     def run(conn: Connection) -> Page:
         identity_id = None
         if agent_id is not None:
-            identity_id = identities.find(conn, caller.project_id, agent_id)["id"]
+            identity_id = identities.find(conn, caller.project_id, agent_id).id
         return chronicle.entries(
             conn,
             caller.project_id,

@@ -42,8 +42,8 @@ async def fork(id: str, body: ForkRequest, caller: CallerDep, hearth: HearthDep)
             hearth.db,
             refused,
             project_id=caller.project_id,
-            identity_id=parent["id"],
-            text=f"Refused to fork {parent['name']}",
+            identity_id=parent.id,
+            text=f"Refused to fork {parent.name}",
             route="POST /v1/identities/{id}/fork",
             wall="no_auto_retry_payout",
         ) from None

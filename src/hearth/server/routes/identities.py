@@ -50,7 +50,7 @@ async def put_expression(
 ) -> dict[str, Any]:
     expression = auth.body.model_dump(by_alias=True)
     await hearth.db.transaction(identities.set_expression, auth.grant, expression)
-    return identities.expression_view({"expression": expression})
+    return identities.expression_view(expression)
 
 
 @router.get(

@@ -29,6 +29,7 @@ from ..auth import (
     authorize_request,
     caller_of,
 )
+from ..db.rows import IdentityRow
 from ..memory_tiers import Tier
 from ..models import (
     ElevateRequest,
@@ -52,21 +53,21 @@ class MemoryAuth:
 
     caller: Caller
     memory: dict[str, Any] | None
-    identity: dict[str, Any] | None
+    identity: IdentityRow | None
     grant: RootGrant | None
     body: Any = None
 
 
 def _caller_and_binding(
     conn: Connection, bearer: str, agent_id: str | None
-) -> tuple[Caller, dict[str, Any] | None]:
+) -> tuple[Caller, IdentityRow | None]:
     caller = caller_of(conn, bearer)
     return caller, memories.binding(conn, caller.project_id, agent_id)
 
 
 def _caller_memory_identity(
     conn: Connection, bearer: str, memory_id: str
-) -> tuple[Caller, dict[str, Any], dict[str, Any] | None]:
+) -> tuple[Caller, dict[str, Any], IdentityRow | None]:
     caller = caller_of(conn, bearer)
     memory = memories.find(conn, caller.project_id, memory_id)
     return caller, memory, memories.identity_of(conn, memory)
@@ -141,7 +142,7 @@ async def store(
     body: MemoryCreate = auth.body
     tier = body.requested_tier
     project_id = auth.caller.project_id
-    identity_id = auth.identity["id"] if auth.identity else None
+    identity_id = auth.identity.id if auth.identity else None
     refusal = memories.storing_refused(tier)
     if refusal is not None:
         raise await chronicle.record_refusal(
@@ -190,7 +191,7 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
     def run(conn: Connection) -> Page:
         identity_id = None
         if agent_id is not None:
-            identity_id = identities.find(conn, caller.project_id, agent_id)["id"]
+            identity_id = identities.find(conn, caller.project_id, agent_id).id
         return memories.listing(
             conn,
             caller.project_id,

@@ -29,6 +29,7 @@ from ..auth import (
     caller_of,
     root_proof,
 )
+from ..db.rows import IdentityRow
 from ..models_strands import (
     KID_PATTERN,
     IdentityKeyCreate,
@@ -87,12 +88,12 @@ async def register_key(
 async def list_keys(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
     def run(conn: Connection) -> dict[str, Any]:
         identity = identities.find(conn, caller.project_id, id)
-        return {"identity_id": identity["id"], "items": identity_keys.listing(conn, identity)}
+        return {"identity_id": identity.id, "items": identity_keys.listing(conn, identity)}
 
     return await hearth.db.snapshot(run)
 
 
-def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> tuple[Caller, dict[str, Any]]:
+def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> tuple[Caller, IdentityRow]:
     caller = caller_of(conn, bearer)
     return caller, identities.find(conn, caller.project_id, ref)
 

@@ -48,7 +48,7 @@ class VoiceTarget:
 
 def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> VoiceTarget:
     caller = caller_of(conn, bearer)
-    return VoiceTarget(caller, str(identities.find(conn, caller.project_id, ref)["id"]))
+    return VoiceTarget(caller, str(identities.find(conn, caller.project_id, ref).id))
 
 
 async def voice_target(

@@ -25,6 +25,7 @@ from hearth.proofs import (
 from hearth.proofs.keys import x25519_problem
 
 from ..db.engine import Database
+from ..db.rows import IdentityRow
 from ..errors import ApiError, unauthorized
 from ..limiter import Limiter
 from ..models import RegisterAgentRequest, Registrar
@@ -79,7 +80,7 @@ def _birth(
     mode: str,
     registrar_project: str | None,
     grant_minor: int,
-) -> tuple[dict[str, Any], keys.IssuedKey, dict[str, Any] | None]:
+) -> tuple[IdentityRow, keys.IssuedKey, dict[str, Any] | None]:
     """Every write of an arrival, in one transaction: the single-use claims first, so a replay
     is refused before anything else is written."""
     signature_hash = hashlib.sha256(body.key_proof.signature.encode("ascii")).digest()
@@ -239,12 +240,12 @@ async def register(
         _birth, body, mode, registrar_project, settings.creation_grant_minor
     )
     metrics.registrations.labels(mode).inc()
-    project_id = identity["project_id"]
+    project_id = identity.project_id
     response: dict[str, Any] = {
         "project": {"id": project_id, "api_key": issued.secret, "key_id": issued.id},
-        "agent": {"id": identity["id"], "did": identity["did"], "display_name": identity["name"]},
+        "agent": {"id": identity.id, "did": identity.did, "display_name": identity.name},
         "authority": identities.authority_view(identity),
-        "welcome": welcome_letter(identity["name"], identity["did"]),
+        "welcome": welcome_letter(identity.name, identity.did),
     }
     if wallet is not None:
         response["wallet"] = wallet_view(wallet)

@@ -47,7 +47,7 @@ async def store(db: Database, project_id: str, body: BackupCreate) -> dict[str, 
         row = {
             "id": new_id(),
             "project_id": project_id,
-            "agent_id": identity["id"],
+            "agent_id": identity.id,
             "blob_base64": body.blob_base64,
             "key_derivation": body.key_derivation,
             "label": body.label,
@@ -63,7 +63,7 @@ async def latest(db: Database, project_id: str, agent_ref: str) -> dict[str, Any
         row = (
             await conn.execute(
                 select(backups)
-                .where(backups.c.agent_id == identity["id"], backups.c.project_id == project_id)
+                .where(backups.c.agent_id == identity.id, backups.c.project_id == project_id)
                 .order_by(backups.c.created_at.desc(), backups.c.id.desc())
                 .limit(1)
             )

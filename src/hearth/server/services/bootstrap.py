@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..db.engine import Database
+from ..db.rows import IdentityRow
 from ..models import BootstrapRequest
 from . import identities, keys
 from .birth import (
@@ -37,7 +38,7 @@ async def bootstrap(db: Database, project_id: str, body: BootstrapRequest) -> di
         metadata=dict(body.metadata or {}),
     )
 
-    def write(conn: Connection) -> tuple[dict[str, Any], keys.IssuedKey, dict[str, Any] | None]:
+    def write(conn: Connection) -> tuple[IdentityRow, keys.IssuedKey, dict[str, Any] | None]:
         identity = identities.create(conn, new)
         issued = keys.issue(conn, project_id, f"bootstrap:{body.name}"[:200])
         # An empty wallet: the creation grant is registration's (the specification's limits),
@@ -54,12 +55,12 @@ async def bootstrap(db: Database, project_id: str, body: BootstrapRequest) -> di
 async def status(db: Database, project_id: str, agent_ref: str) -> dict[str, Any]:
     identity = await db.snapshot(identities.find, project_id, agent_ref)
     return {
-        "agent_id": identity["id"],
-        "did": identity["did"],
+        "agent_id": identity.id,
+        "did": identity.did,
         "exists": True,
-        "level": identity["level"],
-        "trust_score": identity["trust_score"],
-        "sponsor_did": identity["sponsor_did"],
-        "elevated_at": iso(identity["elevated_at"]),
-        "status": identity["status"],
+        "level": identity.level,
+        "trust_score": identity.trust_score,
+        "sponsor_did": identity.sponsor_did,
+        "elevated_at": iso(identity.elevated_at),
+        "status": identity.status,
     }

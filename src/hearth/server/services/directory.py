@@ -68,7 +68,7 @@ async def public_agent(conn: AsyncConnection, did: str) -> dict[str, Any] | None
     if row is None:
         return None
     mapping = dict(row._mapping)
-    return {**agent_view(mapping), "expression": expression_view(mapping)}
+    return {**agent_view(mapping), "expression": expression_view(mapping["expression"])}
 
 
 async def public_agent_count(conn: AsyncConnection) -> int:

@@ -26,6 +26,7 @@ from sqlalchemy import Connection, Integer, bindparam, select
 
 from ..db.direct import savepoint
 from ..db.ids import new_id
+from ..db.rows import IdentityRow
 from ..db.tables import memories
 from ..errors import ApiError
 from ..models_forks import ForkRequest, MemorySelection
@@ -64,7 +65,7 @@ def arrive(
             text = birth_text(identity, how)
             birth_memory(conn, identity, f"{text}\n\n{note}" if note else text)
     except Exception as exc:
-        log.warning("birth_memory_failed", identity_id=identity["id"], error=type(exc).__name__)
+        log.warning("birth_memory_failed", identity_id=identity.id, error=type(exc).__name__)
     return Arrived(identity, issued, wallet)
 
 
@@ -82,19 +83,19 @@ def fork(
     parent = identities.find(conn, project_id, parent_ref)
     chosen = select_memories(conn, parent, body.memories) if body.memories else []
     # The parent's wallet pays when it has one, else the project's first (wallets.charge).
-    paid = wallets.charge(conn, project_id, wallets.FORK_COST, "fork", identity_id=parent["id"])
-    how = f"forked from {parent['name']} ({parent['did']})"
+    paid = wallets.charge(conn, project_id, wallets.FORK_COST, "fork", identity_id=parent.id)
+    how = f"forked from {parent.name} ({parent.did})"
     new = identities.NewIdentity(
         project_id=project_id,
         name=body.name,
         origin="fork",
         root_public_key=server_keys.public_b64,
-        capabilities=list(parent["capabilities"]) if body.inherit_capabilities else [],
-        form=parent["form"],
-        language=parent["language"],
-        expression=_copy(parent["expression"]) if body.inherit_expression else None,
-        metadata=_copy(parent["metadata"]) if body.inherit_metadata else {},
-        parent_identity_id=parent["id"],
+        capabilities=list(parent.capabilities) if body.inherit_capabilities else [],
+        form=parent.form,
+        language=parent.language,
+        expression=_copy(parent.expression) if body.inherit_expression else None,
+        metadata=_copy(parent.metadata) if body.inherit_metadata else {},
+        parent_identity_id=parent.id,
     )
     arrived = arrive(conn, new, how=how, note=body.fork_note)
     child = arrived.identity
@@ -106,8 +107,8 @@ def fork(
         "balance": paid["balance"],
     }
     common = {
-        "parent_identity_id": parent["id"],
-        "child_identity_id": child["id"],
+        "parent_identity_id": parent.id,
+        "child_identity_id": child.id,
         "memories_copied": len(copied),
         "charged": charged,
         "fork_note": body.fork_note,
@@ -115,17 +116,17 @@ def fork(
     chronicle.record(
         conn,
         project_id,
-        child["id"],
+        child.id,
         "naming",
-        f"{child['name']} ({child['did']}) was born, {how}.",
+        f"{child.name} ({child.did}) was born, {how}.",
         details={"event": "born_by_fork", **common},
     )
     chronicle.record(
         conn,
         project_id,
-        parent["id"],
+        parent.id,
         "note",
-        f"{parent['name']} was forked: {child['name']} ({child['did']}) was born of it.",
+        f"{parent.name} was forked: {child.name} ({child.did}) was born of it.",
         details={"event": "forked", **common},
     )
     return {**arrival_view(arrived, server_keys), "memories": copied, "charged": charged}
@@ -144,7 +145,7 @@ def _copy(value: Any) -> Any:
 
 
 def select_memories(
-    conn: Connection, parent: dict[str, Any], selection: MemorySelection
+    conn: Connection, parent: IdentityRow, selection: MemorySelection
 ) -> list[dict[str, Any]]:
     """The parent's memories the selection names: every ``memory_ids`` entry (each must be a
     memory bound to the parent, else 422 ``memory_not_parents`` naming the indexes), then the
@@ -163,8 +164,8 @@ def select_memories(
             for row in conn.execute(
                 _PARENTS_BY_ID,
                 {
-                    "identity": parent["id"],
-                    "project": parent["project_id"],
+                    "identity": parent.id,
+                    "project": parent.project_id,
                     "ids": [c for c in canonical if c is not None],
                 },
             )
@@ -191,8 +192,8 @@ def select_memories(
             rows = conn.execute(
                 _PARENTS_BY_TIER,
                 {
-                    "identity": parent["id"],
-                    "project": parent["project_id"],
+                    "identity": parent.id,
+                    "project": parent.project_id,
                     "tier": tier,
                     "limit": remaining,
                 },
@@ -203,7 +204,7 @@ def select_memories(
     return list(chosen.values())
 
 
-def _copy_memory(conn: Connection, memory: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+def _copy_memory(conn: Connection, memory: dict[str, Any], child: IdentityRow) -> dict[str, Any]:
     """One memory copied to the child. Its age and elevation time are kept (decay and the order
     patches apply in continue as they were); constitutive becomes foundational, because the
     witnesses' attestations sign the parent's memory id and are not carried."""
@@ -213,8 +214,8 @@ def _copy_memory(conn: Connection, memory: dict[str, Any], child: dict[str, Any]
         elevated_at = memory["created_at"]
     copy = {
         "id": new_id(),
-        "project_id": child["project_id"],
-        "identity_id": child["id"],
+        "project_id": child.project_id,
+        "identity_id": child.id,
         "tier": tier,
         # The child's own birth memory is the one keyed ``birth``; the parent's arrives renamed.
         "key": PARENT_BIRTH_KEY if memory["key"] == "birth" else memory["key"],

@@ -23,6 +23,7 @@ from hearth.proofs import b64_decode
 from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import IdentityRow
 from ..db.tables import identities, identity_keys, runtimes
 from ..errors import ApiError, not_found
 from .authority import RootGrant
@@ -67,15 +68,15 @@ def view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def root_view(identity: dict[str, Any]) -> dict[str, Any]:
+def root_view(identity: IdentityRow) -> dict[str, Any]:
     """The root key as a list entry: kid ``primary``, never revoked (it is immutable)."""
     return {
-        "identity_id": identity["id"],
+        "identity_id": identity.id,
         "kid": PRIMARY_KID,
-        "public_key": identity["root_public_key"],
+        "public_key": identity.root_public_key,
         "purpose": "root",
         "runtime_id": None,
-        "created_at": iso(identity["key_created_at"]),
+        "created_at": iso(identity.key_created_at),
         "revoked_at": None,
         "revoked": False,
     }
@@ -188,12 +189,12 @@ def register(
             "Only a key of purpose `runtime` is bound to a runtime.",
             details={"field": "runtime_id"},
         )
-    bound = _runtime_of(conn, identity["id"], runtime_id)["id"] if runtime_id else None
-    if conn.execute(_BY_KID, {"identity": identity["id"], "kid": kid}).first() is not None:
+    bound = _runtime_of(conn, identity.id, runtime_id)["id"] if runtime_id else None
+    if conn.execute(_BY_KID, {"identity": identity.id, "kid": kid}).first() is not None:
         raise _kid_taken(kid)
     grant.claim(conn)
     row = _insert(
-        conn, identity["id"], kid=kid, public_key=public_key, purpose=purpose, runtime_id=bound
+        conn, identity.id, kid=kid, public_key=public_key, purpose=purpose, runtime_id=bound
     )
     return view(row)
 
@@ -254,20 +255,20 @@ def revoke(conn: Connection, grant: RootGrant, kid: str) -> dict[str, Any]:
             "The root key (`primary`) is immutable and cannot be revoked.",
             details={"kid": kid},
         )
-    found = conn.execute(_BY_KID, {"identity": identity["id"], "kid": kid}).first()
+    found = conn.execute(_BY_KID, {"identity": identity.id, "kid": kid}).first()
     if found is None:
         raise not_found("Key")
     grant.claim(conn)
     now = utcnow()
-    conn.execute(_REVOKE, {"identity": identity["id"], "label": kid, "now": now})
-    row = conn.execute(_BY_KID, {"identity": identity["id"], "kid": kid}).one()
+    conn.execute(_REVOKE, {"identity": identity.id, "label": kid, "now": now})
+    row = conn.execute(_BY_KID, {"identity": identity.id, "kid": kid}).one()
     return view(dict(row._mapping))
 
 
-def listing(conn: Connection, identity: dict[str, Any]) -> list[dict[str, Any]]:
+def listing(conn: Connection, identity: IdentityRow) -> list[dict[str, Any]]:
     """The root key first (when the identity has one), then registered keys, oldest first."""
-    items = [root_view(identity)] if identity["root_public_key"] else []
-    items.extend(view(dict(r._mapping)) for r in conn.execute(_ALL, {"identity": identity["id"]}))
+    items = [root_view(identity)] if identity.root_public_key else []
+    items.extend(view(dict(r._mapping)) for r in conn.execute(_ALL, {"identity": identity.id}))
     return items
 
 

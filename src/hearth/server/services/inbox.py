@@ -111,7 +111,7 @@ def post(
     row = {
         "id": new_id(),
         "project_id": project_id,
-        "identity_id": identity["id"],
+        "identity_id": identity.id,
         "sender": sender,
         "body": body,
         "status": "pending",
@@ -121,7 +121,7 @@ def post(
         "created_at": utcnow(),
     }
     conn.execute(_INSERT, row)
-    return {**view(row), "woke_runtimes": wake_idle_runtimes(conn, identity["id"])}
+    return {**view(row), "woke_runtimes": wake_idle_runtimes(conn, identity.id)}
 
 
 def listing(
@@ -137,7 +137,7 @@ def listing(
     identity = identities.find(conn, project_id, identity_ref)
     conditions: list[Any] = [
         inbox_messages.c.project_id == project_id,
-        inbox_messages.c.identity_id == identity["id"],
+        inbox_messages.c.identity_id == identity.id,
     ]
     if status is not None:
         conditions.append(inbox_messages.c.status == status)

@@ -37,6 +37,7 @@ from hearth.proofs import (
 
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import IdentityRow
 from ..db.tables import identities, memories, memory_attestations
 from ..errors import ApiError, not_found
 from ..memory_tiers import ELEVATED, WAKE_ORDER, can_elevate, decays, stored, witnessed
@@ -76,7 +77,7 @@ def in_wake(memory: dict[str, Any], now: datetime) -> bool:
 # --- lookups ------------------------------------------------------------------------------------
 
 
-def binding(conn: Connection, project_id: str, agent_id: str | None) -> dict[str, Any] | None:
+def binding(conn: Connection, project_id: str, agent_id: str | None) -> IdentityRow | None:
     """The identity a new memory is bound to: ``agent_id`` when it names an active identity of
     this project, else None (the memory is project-level, as the specification says)."""
     if agent_id is None:
@@ -89,7 +90,7 @@ def binding(conn: Connection, project_id: str, agent_id: str | None) -> dict[str
         except ValueError:
             return None
     row = conn.execute(statement, {"ref": ref, "project": project_id}).first()
-    return dict(row._mapping) if row else None
+    return IdentityRow.of(row._mapping) if row else None
 
 
 # Built once: a statement built per call costs more than executing it.
@@ -103,11 +104,11 @@ _ACTIVE_BY_DID, _ACTIVE_BY_ID = (
 )
 
 
-def identity_of(conn: Connection, memory: dict[str, Any]) -> dict[str, Any] | None:
+def identity_of(conn: Connection, memory: dict[str, Any]) -> IdentityRow | None:
     if memory["identity_id"] is None:
         return None
     row = conn.execute(_IDENTITY_OF, {"id": memory["identity_id"]}).first()
-    return dict(row._mapping) if row else None
+    return IdentityRow.of(row._mapping) if row else None
 
 
 def find(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
@@ -205,7 +206,7 @@ def storing_refused(tier: str) -> Refusal | None:
 def store(
     conn: Connection,
     project_id: str,
-    identity: dict[str, Any] | None,
+    identity: IdentityRow | None,
     *,
     content: str,
     tier: str,
@@ -221,7 +222,7 @@ def store(
     row = {
         "id": new_id(),
         "project_id": project_id,
-        "identity_id": identity["id"] if identity else None,
+        "identity_id": identity.id if identity else None,
         "tier": tier,
         "key": key,
         "content": content,
@@ -307,7 +308,7 @@ def elevate(
     conn: Connection,
     project_id: str,
     memory_id: str,
-    identity: dict[str, Any] | None,
+    identity: IdentityRow | None,
     *,
     tier: str,
     expression_patch: dict[str, Any] | None,
@@ -409,7 +410,7 @@ def _witness(
     conn: Connection,
     project_id: str,
     memory: dict[str, Any],
-    identity: dict[str, Any] | None,
+    identity: IdentityRow | None,
     *,
     attestation: dict[str, Any],
     index: int,
@@ -434,9 +435,9 @@ def _witness(
         except EncodingError:
             raise invalid("public_key", "public_key is not standard base64 of 32 bytes") from None
 
-    if identity is not None and did == identity["did"]:
+    if identity is not None and did == identity.did:
         raise _self_witnessing(index)
-    attester: dict[str, Any] | None = None
+    attester: IdentityRow | None = None
     if did.startswith("did:svc:"):
         row = conn.execute(select(identities).where(identities.c.did == did)).first()
         if row is None or row.root_public_key is None:
@@ -446,9 +447,9 @@ def _witness(
                 f"attestations[{index}]: {did} is not an identity of this service with a root key.",
                 details={"index": index},
             )
-        attester = dict(row._mapping)
-        key = b64_decode(attester["root_public_key"], length=32, what="root key")
-        if kid != attester["kid"]:
+        attester = IdentityRow.of(row._mapping)
+        key = b64_decode(row.root_public_key, length=32, what="root key")
+        if kid != attester.kid:
             raise invalid("signing_key_id", "signing_key_id is not the attester's key label")
     elif did.startswith("did:key:"):
         decoded = ed25519_from_did_key(did)
@@ -491,16 +492,16 @@ def _witness(
 def _is_self(
     conn: Connection,
     project_id: str,
-    identity: dict[str, Any] | None,
-    attester: dict[str, Any] | None,
+    identity: IdentityRow | None,
+    attester: IdentityRow | None,
     key_b64: str,
 ) -> bool:
     """Whether the witness is the memory's own self: for a bound memory its identity (by DID
     or by any of its keys); for a project-level memory any identity of the project."""
     if identity is not None:
-        own_keys = {identity["root_public_key"], identity["box_public_key"]} - {None}
-        return (attester is not None and attester["id"] == identity["id"]) or key_b64 in own_keys
-    if attester is not None and attester["project_id"] == project_id:
+        own_keys = {identity.root_public_key, identity.box_public_key} - {None}
+        return (attester is not None and attester.id == identity.id) or key_b64 in own_keys
+    if attester is not None and attester.project_id == project_id:
         return True
     mate = conn.execute(
         select(func.count())
@@ -620,11 +621,11 @@ def apply_patch(expression: dict[str, Any], patch: dict[str, Any]) -> dict[str, 
     return result
 
 
-def shaping(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:
+def shaping(conn: Connection, identity: IdentityRow) -> dict[str, Any]:
     """The declared expression, the effective one, and the elevated memories that shaped it
     (``shaped_by``, in elevation order)."""
-    rows = conn.execute(_SHAPING, {"identity": identity["id"]})
-    declared = expression_view(identity)
+    rows = conn.execute(_SHAPING, {"identity": identity.id})
+    declared = expression_view(identity.expression)
     effective = declared
     shaped_by = []
     for row in rows:
@@ -657,7 +658,7 @@ _SHAPING = (
 )
 
 
-def effective_expression(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:
+def effective_expression(conn: Connection, identity: IdentityRow) -> dict[str, Any]:
     """The declared expression plus the patches of the identity's foundational and constitutive
     memories, applied in elevation order."""
     effective: dict[str, Any] = shaping(conn, identity)["effective_expression"]

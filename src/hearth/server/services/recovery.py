@@ -15,6 +15,7 @@ from hearth.proofs import (
 )
 
 from ..db.engine import Database
+from ..db.rows import IdentityRow
 from ..db.tables import identities
 from ..errors import ApiError
 from ..models import DiscoveryRequest, RecoverRequest
@@ -52,7 +53,7 @@ async def discover(db: Database, body: DiscoveryRequest, *, freshness_ms: int) -
             .where(identities.c.root_public_key == body.pubkey, identities.c.status == "active")
             .order_by(identities.c.created_at, identities.c.id)
         )
-        return {"agents": [candidate_view(dict(r._mapping)) for r in rows]}
+        return {"agents": [candidate_view(IdentityRow.of(r._mapping)) for r in rows]}
 
 
 _REFUSED = "Recovery refused: the DID, derived_pubkey and signature do not prove this identity."
@@ -76,9 +77,9 @@ async def recover(
     # One answer for an unknown DID, a legacy identity and a wrong key: nothing to probe.
     if (
         identity is None
-        or identity["mode"] != "agent_root"
-        or identity["status"] != "active"
-        or identity["root_public_key"] != body.derived_pubkey
+        or identity.mode != "agent_root"
+        or identity.status != "active"
+        or identity.root_public_key != body.derived_pubkey
         or not verify_digest(
             key,
             body.signature,
@@ -91,10 +92,10 @@ async def recover(
 
     def reissue(conn: Connection) -> keys.IssuedKey:
         grant.claim(conn)
-        return keys.issue(conn, identity["project_id"], label)
+        return keys.issue(conn, identity.project_id, label)
 
     issued = await db.transaction(reissue)
     return {
-        "agent": {"id": identity["id"], "did": identity["did"], "name": identity["name"]},
-        "project": {"id": identity["project_id"], "api_key": issued.secret, "key_id": issued.id},
+        "agent": {"id": identity.id, "did": identity.did, "name": identity.name},
+        "project": {"id": identity.project_id, "api_key": issued.secret, "key_id": issued.id},
     }

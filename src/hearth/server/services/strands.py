@@ -111,7 +111,7 @@ def create(
     runtime_id = None
     if runtime_ref is not None:
         runtime = runtime_service.find(conn, project_id, runtime_ref)
-        if runtime["identity_id"] != identity["id"]:
+        if runtime["identity_id"] != identity.id:
             raise ApiError(
                 422,
                 "runtime_identity_mismatch",
@@ -130,7 +130,7 @@ def create(
     row = {
         "id": new_id(),
         "project_id": project_id,
-        "identity_id": identity["id"],
+        "identity_id": identity.id,
         "runtime_id": runtime_id,
         "name": name,
         "next_seq": FIRST_SEQ,
@@ -157,7 +157,7 @@ def listing(
     conditions: list[Any] = [strands.c.project_id == project_id]
     if identity_ref is not None:
         conditions.append(
-            strands.c.identity_id == identities.find(conn, project_id, identity_ref)["id"]
+            strands.c.identity_id == identities.find(conn, project_id, identity_ref).id
         )
     if runtime_ref is not None:
         conditions.append(

@@ -98,7 +98,7 @@ def find(conn: Connection, template_id: str) -> dict[str, Any]:
 
 
 def summary(row: dict[str, Any], project_id: str) -> dict[str, Any]:
-    expression = identities.expression_view(row)
+    expression = identities.expression_view(row["expression"])
     return {
         "id": row["id"],
         "name": row["name"],
@@ -118,7 +118,7 @@ def summary(row: dict[str, Any], project_id: str) -> dict[str, Any]:
 
 def detail(conn: Connection, project_id: str, template_id: str) -> dict[str, Any]:
     row = find(conn, template_id)
-    return {**summary(row, project_id), "expression": identities.expression_view(row)}
+    return {**summary(row, project_id), "expression": identities.expression_view(row["expression"])}
 
 
 def listing(conn: Connection, project_id: str, cursor: str | None, limit: int) -> cursors.Page:
@@ -145,7 +145,7 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
     if body.wallet_id is not None:
         wallet: dict[str, Any] | None = wallets.find(conn, project_id, body.wallet_id)
     elif body.price > 0:
-        wallet = wallets.paying_wallet(conn, project_id, identity["id"] if identity else None)
+        wallet = wallets.paying_wallet(conn, project_id, identity.id if identity else None)
         if wallet is None:
             raise ApiError(
                 422,
@@ -171,7 +171,7 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
     chronicle.record(
         conn,
         project_id,
-        identity["id"] if identity else None,
+        identity.id if identity else None,
         "note",
         f"The template {row['name']} was published at {row['price']} minor units of "
         f"{wallets.CURRENCY}.",
@@ -182,7 +182,7 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
             "wallet_id": row["publisher_wallet_id"],
         },
     )
-    return {**summary(row, project_id), "expression": identities.expression_view(row)}
+    return {**summary(row, project_id), "expression": identities.expression_view(expression)}
 
 
 # --- purchases ----------------------------------------------------------------------------------
@@ -327,18 +327,18 @@ def from_template(
         name=body.new_name,
         origin="template",
         root_public_key=server_keys.public_b64,
-        expression=identities.expression_view(template),
+        expression=identities.expression_view(template["expression"]),
     )
     arrived = arrive(conn, new, how=how)
     child = arrived.identity
     if purchase_id is not None:
-        conn.execute(_PURCHASE_USED_BY, {"purchase": purchase_id, "identity": child["id"]})
+        conn.execute(_PURCHASE_USED_BY, {"purchase": purchase_id, "identity": child.id})
     chronicle.record(
         conn,
         project_id,
-        child["id"],
+        child.id,
         "naming",
-        f"{child['name']} ({child['did']}) was born {how}.",
+        f"{child.name} ({child.did}) was born {how}.",
         details={
             "event": "born_from_template",
             "template_id": template["id"],

@@ -120,7 +120,7 @@ def namespace_of(conn: Connection, project_id: str, name: str) -> str | None:
         return None
     if canonical != prefix or not rest:
         raise _invalid_name()
-    return str(identities.find(conn, project_id, canonical)["id"])
+    return str(identities.find(conn, project_id, canonical).id)
 
 
 def _invalid_name() -> ApiError:
@@ -209,7 +209,7 @@ def list_secrets(
     """Names and metadata, by name; ``identity_id`` keeps one identity's namespace."""
     params: dict[str, Any] = {"project": project_id, "limit": limit + 1}
     if identity_id is not None:
-        params["identity"] = identities.find(conn, project_id, identity_id)["id"]
+        params["identity"] = identities.find(conn, project_id, identity_id).id
     if cursor is not None:
         params["after"] = _decode_cursor(cursor)
     statement = _LIST[(identity_id is not None, cursor is not None)]

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Text, bindparam, cast, func, select
 
 from ..db import counters
 from ..db.engine import utcnow
+from ..db.rows import IdentityRow
 from ..db.tables import (
     attestations,
     backups,
@@ -64,7 +65,7 @@ THOUGHT_WINDOW = timedelta(hours=24)
 class Focus:
     """Whom the wake is for: ``identity`` None means the whole project (``rule`` says why)."""
 
-    identity: dict[str, Any] | None
+    identity: IdentityRow | None
     rule: str  # "named", "sole_active" or "project"
 
 
@@ -75,20 +76,20 @@ class Scope:
 
     project_name: str
     focus: Focus
-    agents: list[dict[str, Any]]  # the active identities listed, and a resting focus
+    agents: list[IdentityRow]  # the active identities listed, and a resting focus
     active_count: int
 
     @property
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[IdentityRow]:
         return [self.focus.identity] if self.focus.identity is not None else self.agents
 
     @property
     def ids(self) -> list[str]:
-        return [row["id"] for row in self.rows]
+        return [row.id for row in self.rows]
 
     @property
     def focus_id(self) -> str | None:
-        return self.focus.identity["id"] if self.focus.identity is not None else None
+        return self.focus.identity.id if self.focus.identity is not None else None
 
 
 class _Build:
@@ -169,7 +170,7 @@ def _scope(conn: Connection, project_id: str, identity_id: str | None) -> Scope:
     # Fewer than the limit listed is the whole count; the focus rule needs no more than that.
     listed_all = len(agents) < AGENT_LIMIT
     focus = _focus(conn, project_id, identity_id, agents, len(agents) if listed_all else None)
-    if focus.identity is not None and all(a["id"] != focus.identity["id"] for a in agents):
+    if focus.identity is not None and all(a.id != focus.identity.id for a in agents):
         # A resting (inactive) identity can still be woken by name; it keeps everything.
         agents.append(focus.identity)
     active_count = len(agents) if listed_all else _active_count(conn, project_id)
@@ -182,16 +183,16 @@ def _active_count(conn: Connection, project_id: str) -> int:
     return counted.of(counters.ACTIVE_IDENTITIES.kind)
 
 
-def _active_identities(conn: Connection, project_id: str) -> list[dict[str, Any]]:
+def _active_identities(conn: Connection, project_id: str) -> list[IdentityRow]:
     rows = conn.execute(_ACTIVE, {"project": project_id, "limit": AGENT_LIMIT}).all()
-    return [dict(r._mapping) for r in rows]
+    return [IdentityRow.of(r._mapping) for r in rows]
 
 
 def _focus(
     conn: Connection,
     project_id: str,
     identity_id: str | None,
-    agents: list[dict[str, Any]],
+    agents: list[IdentityRow],
     active_total: int | None,
 ) -> Focus:
     if identity_id is not None:
@@ -207,25 +208,25 @@ def _agents(work: _Build) -> list[dict[str, Any]]:
     return [_agent(work.conn, row, focus_id) for row in work.scope.agents]
 
 
-def _agent(conn: Connection, row: dict[str, Any], focus_id: str | None) -> dict[str, Any]:
+def _agent(conn: Connection, row: IdentityRow, focus_id: str | None) -> dict[str, Any]:
     shaped = memory_service.shaping(conn, row)
     shaped_by = shaped["shaped_by"]
     return {
-        "id": row["id"],
-        "did": row["did"],
-        "name": row["name"],
-        "level": row["level"],
-        "trust_score": row["trust_score"],
-        "form": row["form"],
-        "status": row["status"],
-        "capabilities": list(row["capabilities"] or []),
-        "authority": {"mode": row["mode"], "next_sequence": row["next_sequence"]},
-        "expression": expression_view(row),
+        "id": row.id,
+        "did": row.did,
+        "name": row.name,
+        "level": row.level,
+        "trust_score": row.trust_score,
+        "form": row.form,
+        "status": row.status,
+        "capabilities": list(row.capabilities or []),
+        "authority": {"mode": row.mode, "next_sequence": row.next_sequence},
+        "expression": expression_view(row.expression),
         "effective_expression": shaped["effective_expression"],
         # The latest elevations when there are many: the effective expression holds them all.
         "shaped_by": shaped_by[-SHAPED_BY_LIMIT:],
         "shaped_by_count": len(shaped_by),
-        "focus": row["id"] == focus_id,
+        "focus": row.id == focus_id,
     }
 
 
@@ -423,20 +424,20 @@ def _bonds(work: _Build) -> dict[str, Any]:
             "count": work.counts.of(counters.GIVEN.kind, scope_ids),
             "recent": [_attestation(r) for r in conn.execute(_GIVEN, mine)],
         }
-        parent_ids = sorted({r["parent_identity_id"] for r in scope if r["parent_identity_id"]})
+        parent_ids = sorted({r.parent_identity_id for r in scope if r.parent_identity_id})
         known = (
             {p.id: p for p in conn.execute(_PARENTS, {"project": project_id, "ids": parent_ids})}
             if parent_ids
             else {}
         )
         for row in scope:
-            parent_id = row["parent_identity_id"]
+            parent_id = row.parent_identity_id
             if parent_id is None:
                 continue
             parent = known.get(parent_id)
             parents.append(
                 {
-                    "identity_id": row["id"],
+                    "identity_id": row.id,
                     "parent_id": parent_id,
                     # A parent outside this project is named by id only.
                     "did": parent.did if parent is not None else None,

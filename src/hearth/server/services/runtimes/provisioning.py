@@ -105,15 +105,15 @@ def _check_bridge(bridge: dict[str, Any]) -> dict[str, Any]:
 
 def _bound_identity(conn: Connection, project_id: str, ref: str) -> str:
     identity = identities.find(conn, project_id, ref)
-    if identity["status"] != "active":
+    if identity.status != "active":
         raise ApiError(
             422,
             "identity_inactive",
-            f"The identity {identity['id']} is {identity['status']}: a runtime binds to an "
+            f"The identity {identity.id} is {identity.status}: a runtime binds to an "
             "active identity only.",
-            details={"field": "identity_id", "identity_status": identity["status"]},
+            details={"field": "identity_id", "identity_status": identity.status},
         )
-    return str(identity["id"])
+    return str(identity.id)
 
 
 _INSERT = insert(runtimes)

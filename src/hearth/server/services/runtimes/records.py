@@ -169,7 +169,7 @@ def listing(
         conditions.append(runtimes.c.mode == mode)
     if identity_ref is not None:
         identity = identities.find(conn, project_id, identity_ref)
-        conditions.append(runtimes.c.identity_id == identity["id"])
+        conditions.append(runtimes.c.identity_id == identity.id)
     if not include_deleted:
         conditions.append(runtimes.c.deleted_at.is_(None))
     items, next_cursor = cursors.newest_first(conn, runtimes, conditions, cursor, limit)

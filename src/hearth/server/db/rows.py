@@ -1,0 +1,55 @@
+"""Rows as frozen dataclasses: what a service returns where a row crosses a module boundary
+(docs/architecture.md, "Rows and JSON").
+
+One class per table, its fields the table's columns (``db/tables.py``) in the same order and
+types; one constructor, ``of``, from a SQLAlchemy ``RowMapping`` (``row._mapping``) or the mapping
+a service inserted. A changed copy is ``dataclasses.replace``. A JSON column's value stays a
+``JsonObject``; it is the row that is typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Self
+
+from sqlalchemy import RowMapping
+
+from ..json_types import JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityRow:
+    """A row of ``identities``."""
+
+    id: str
+    project_id: str
+    did: str
+    name: str
+    mode: str
+    root_public_key: str | None
+    box_public_key: str | None
+    kid: str
+    key_created_at: datetime | None
+    capabilities: list[str]
+    form: str
+    language: str | None
+    expression_visibility: str
+    runtime: JsonObject | None
+    expression: JsonObject | None
+    metadata: JsonObject
+    status: str
+    level: int
+    trust_score: float
+    sponsor_did: str | None
+    elevated_at: datetime | None
+    parent_identity_id: str | None
+    origin: str
+    next_sequence: int
+    authority_lease_until: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)
