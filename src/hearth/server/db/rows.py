@@ -53,3 +53,22 @@ class IdentityRow:
     @classmethod
     def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
         return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """A row of ``memories``."""
+
+    id: str
+    project_id: str
+    identity_id: str | None
+    tier: str
+    key: str | None
+    content: str
+    created_at: datetime
+    elevated_at: datetime | None
+    expression_patch: JsonObject | None
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)

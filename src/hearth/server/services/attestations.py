@@ -163,7 +163,9 @@ def listing(
     conditions = [attestations.c.project_id == project_id]
     if identity_id is not None:
         conditions.append(attestations.c.subject_identity_id == identity_id)
-    items, next_cursor = cursors.newest_first(conn, attestations, conditions, cursor, limit)
+    items, next_cursor = cursors.newest_first(
+        conn, attestations, conditions, cursor, limit, build=cursors.untyped
+    )
     return cursors.Page([view(row) for row in items], next_cursor)
 
 

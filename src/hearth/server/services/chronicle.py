@@ -109,7 +109,9 @@ def entries(
         equal["kind"] = kind
     if identity_id is not None:
         equal["identity_id"] = identity_id
-    items, next_cursor = cursors.newest_first_equal(conn, chronicle, equal, cursor, limit)
+    items, next_cursor = cursors.newest_first_equal(
+        conn, chronicle, equal, cursor, limit, build=cursors.untyped
+    )
     return cursors.Page([view(row) for row in items], next_cursor)
 
 

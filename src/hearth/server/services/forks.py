@@ -26,9 +26,10 @@ from sqlalchemy import Connection, Integer, bindparam, select
 
 from ..db.direct import savepoint
 from ..db.ids import new_id
-from ..db.rows import IdentityRow
+from ..db.rows import IdentityRow, MemoryRow
 from ..db.tables import memories
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models_forks import ForkRequest, MemorySelection
 from . import chronicle, identities, keys, wallets
 from .birth import (
@@ -78,7 +79,7 @@ def fork(
     parent_ref: str,
     body: ForkRequest,
     server_keys: ServerKeys,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The whole fork in the caller's transaction; any refusal rolls all of it back."""
     parent = identities.find(conn, project_id, parent_ref)
     chosen = select_memories(conn, parent, body.memories) if body.memories else []
@@ -146,12 +147,12 @@ def _copy(value: Any) -> Any:
 
 def select_memories(
     conn: Connection, parent: IdentityRow, selection: MemorySelection
-) -> list[dict[str, Any]]:
+) -> list[MemoryRow]:
     """The parent's memories the selection names: every ``memory_ids`` entry (each must be a
     memory bound to the parent, else 422 ``memory_not_parents`` naming the indexes), then the
     parent's memories of ``tiers``, elevated tiers first and newest first within a tier, at
     most ``limit`` of them. A memory selected both ways is copied once."""
-    chosen: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, MemoryRow] = {}
     if selection.memory_ids:
         canonical: list[str | None] = []
         for ref in selection.memory_ids:
@@ -160,7 +161,7 @@ def select_memories(
             except ValueError:
                 canonical.append(None)
         found = {
-            row.id: dict(row._mapping)
+            row.id: MemoryRow.of(row._mapping)
             for row in conn.execute(
                 _PARENTS_BY_ID,
                 {
@@ -200,32 +201,32 @@ def select_memories(
             ).all()
             remaining -= len(rows)
             for row in rows:
-                chosen.setdefault(row.id, dict(row._mapping))
+                chosen.setdefault(row.id, MemoryRow.of(row._mapping))
     return list(chosen.values())
 
 
-def _copy_memory(conn: Connection, memory: dict[str, Any], child: IdentityRow) -> dict[str, Any]:
+def _copy_memory(conn: Connection, memory: MemoryRow, child: IdentityRow) -> JsonObject:
     """One memory copied to the child. Its age and elevation time are kept (decay and the order
     patches apply in continue as they were); constitutive becomes foundational, because the
     witnesses' attestations sign the parent's memory id and are not carried."""
-    tier = "foundational" if memory["tier"] == "constitutive" else memory["tier"]
-    elevated_at = memory["elevated_at"]
+    tier = "foundational" if memory.tier == "constitutive" else memory.tier
+    elevated_at = memory.elevated_at
     if tier != "episodic" and elevated_at is None:
-        elevated_at = memory["created_at"]
+        elevated_at = memory.created_at
     copy = {
         "id": new_id(),
         "project_id": child.project_id,
         "identity_id": child.id,
         "tier": tier,
         # The child's own birth memory is the one keyed ``birth``; the parent's arrives renamed.
-        "key": PARENT_BIRTH_KEY if memory["key"] == "birth" else memory["key"],
-        "content": memory["content"],
-        "created_at": memory["created_at"],
+        "key": PARENT_BIRTH_KEY if memory.key == "birth" else memory.key,
+        "content": memory.content,
+        "created_at": memory.created_at,
         "elevated_at": elevated_at,
-        "expression_patch": _copy(memory["expression_patch"]),
+        "expression_patch": _copy(memory.expression_patch),
     }
     conn.execute(_INSERT_MEMORY, copy)
-    return {"source_memory_id": memory["id"], "memory_id": copy["id"], "tier": tier}
+    return {"source_memory_id": memory.id, "memory_id": copy["id"], "tier": tier}
 
 
 # Built once: a statement built per call costs more than executing it.

@@ -141,7 +141,9 @@ def listing(
     ]
     if status is not None:
         conditions.append(inbox_messages.c.status == status)
-    items, next_cursor = cursors.newest_first(conn, inbox_messages, conditions, cursor, limit)
+    items, next_cursor = cursors.newest_first(
+        conn, inbox_messages, conditions, cursor, limit, build=cursors.untyped
+    )
     return cursors.Page([view(r) for r in items], next_cursor)
 
 

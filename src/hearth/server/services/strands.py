@@ -163,7 +163,9 @@ def listing(
         conditions.append(
             strands.c.runtime_id == runtime_service.find(conn, project_id, runtime_ref)["id"]
         )
-    items, next_cursor = cursors.newest_first(conn, strands, conditions, cursor, limit)
+    items, next_cursor = cursors.newest_first(
+        conn, strands, conditions, cursor, limit, build=cursors.untyped
+    )
     return cursors.Page([view(r) for r in items], next_cursor)
 
 

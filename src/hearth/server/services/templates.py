@@ -124,7 +124,7 @@ def detail(conn: Connection, project_id: str, template_id: str) -> dict[str, Any
 def listing(conn: Connection, project_id: str, cursor: str | None, limit: int) -> cursors.Page:
     """Listed templates, newest first (the built-in voices, seeded with early dates, last)."""
     items, next_cursor = cursors.newest_first(
-        conn, templates, [templates.c.status == LISTED], cursor, limit
+        conn, templates, [templates.c.status == LISTED], cursor, limit, build=cursors.untyped
     )
     return cursors.Page([summary(row, project_id) for row in items], next_cursor)
 

@@ -22,7 +22,7 @@ from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import ledger, wallet_transfers, wallets
 from ..errors import DOCS, ApiError, not_found
-from .cursors import newest_first_equal
+from .cursors import newest_first_equal, untyped
 from .times import iso
 
 CURRENCY = "GBP"
@@ -234,7 +234,9 @@ def ledger_page(
 def _entries(
     conn: Connection, wallet_id: str, cursor: str | None, limit: int
 ) -> tuple[list[dict[str, Any]], str | None]:
-    rows, next_cursor = newest_first_equal(conn, ledger, {"wallet_id": wallet_id}, cursor, limit)
+    rows, next_cursor = newest_first_equal(
+        conn, ledger, {"wallet_id": wallet_id}, cursor, limit, build=untyped
+    )
     return [entry_view(row) for row in rows], next_cursor
 
 

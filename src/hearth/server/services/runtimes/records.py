@@ -172,6 +172,8 @@ def listing(
         conditions.append(runtimes.c.identity_id == identity.id)
     if not include_deleted:
         conditions.append(runtimes.c.deleted_at.is_(None))
-    items, next_cursor = cursors.newest_first(conn, runtimes, conditions, cursor, limit)
+    items, next_cursor = cursors.newest_first(
+        conn, runtimes, conditions, cursor, limit, build=cursors.untyped
+    )
     stats = _thought_stats(conn, [r["id"] for r in items])
     return cursors.Page([view(r, *stats.get(r["id"], (0, None))) for r in items], next_cursor)
