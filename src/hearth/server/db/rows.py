@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from sqlalchemy import RowMapping
 
+from ..canon import CustodyMode
 from ..json_types import JsonObject
 
 
@@ -68,6 +69,39 @@ class MemoryRow:
     created_at: datetime
     elevated_at: datetime | None
     expression_patch: JsonObject | None
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeRow:
+    """A row of ``runtimes`` (every write of it is ``services/runtimes``'s)."""
+
+    id: str
+    project_id: str
+    identity_id: str | None
+    name: str
+    mode: CustodyMode  # the table's check constraint holds it to the canon's modes
+    status: str
+    region: str
+    llm: JsonObject | None
+    bridge: JsonObject | None
+    metadata: JsonObject
+    last_error: str | None
+    control_token_hash: str | None
+    key_material: bytes | None
+    bridge_connected: bool
+    last_seen_at: datetime | None
+    last_thought_at: datetime | None
+    last_work_at: datetime | None
+    status_changed_at: datetime
+    lease_owner: str | None
+    lease_until: int
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
 
     @classmethod
     def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:

@@ -29,6 +29,7 @@ from hearth.proofs.thoughts import SealedThought, ThoughtOpenError, open_thought
 
 from ..bridge import keys as bridge_keys
 from ..bridge.hub import BridgeError, BridgeHub
+from ..db.rows import RuntimeRow
 from ..db.tables import identity_keys
 from ..services import identity_keys as identity_key_service
 from ..services import runtimes as runtime_service
@@ -68,11 +69,11 @@ class TrustedCustody:
         self.signing_key_id = runtime_kid(self.runtime_id)
 
     @classmethod
-    def unwrap(cls, runtime: dict[str, Any], master_key: str | None) -> TrustedCustody:
+    def unwrap(cls, runtime: RuntimeRow, master_key: str | None) -> TrustedCustody:
         """Open the runtime's wrapped key (the handshake of trusted custody)."""
         if not master_key:
             raise CustodyError("SERVICE_KMS_MASTER_KEY is not set: the key cannot be unwrapped")
-        if runtime["key_material"] is None:
+        if runtime.key_material is None:
             raise CustodyError("the runtime has no key material")
         try:
             key = runtime_service.unwrap_runtime_key(runtime, master_key)
@@ -80,7 +81,7 @@ class TrustedCustody:
             raise CustodyError(
                 "the runtime's key does not unwrap under SERVICE_KMS_MASTER_KEY"
             ) from None
-        return cls(runtime["id"], key, trusted_k_master(key.private_bytes_raw(), runtime["id"]))
+        return cls(runtime.id, key, trusted_k_master(key.private_bytes_raw(), runtime.id))
 
     def register(self, conn: Connection, identity_id: str) -> dict[str, Any]:
         """Register the signing key among the identity's keys (idempotent)."""
@@ -108,8 +109,11 @@ class TrustedCustody:
         return self.seal_sync(strand_id, seq, plaintext)
 
 
-def registered_kid(conn: Connection, identity_id: str, runtime_id: str, public_b64: str) -> str:
-    """The kid under which the identity's owner registered this runtime's key, unrevoked."""
+def registered_kid(
+    conn: Connection, identity_id: str | None, runtime_id: str, public_b64: str
+) -> str:
+    """The kid under which the identity's owner registered this runtime's key, unrevoked (an
+    unbound runtime, ``identity_id`` None, has none)."""
     kid = conn.execute(
         select(identity_keys.c.kid).where(
             identity_keys.c.identity_id == identity_id,
@@ -135,19 +139,17 @@ class BridgedCustody:
 
     @classmethod
     def load(
-        cls, conn: Connection, runtime: dict[str, Any], hub: BridgeHub, master_key: str | None
+        cls, conn: Connection, runtime: RuntimeRow, hub: BridgeHub, master_key: str | None
     ) -> BridgedCustody:
-        if runtime["key_material"] is None:
+        if runtime.key_material is None:
             raise CustodyError("the runtime has no signing key yet (no bridge handshake)")
         try:
-            key = bridge_keys.unwrap(
-                conn, runtime["id"], bytes(runtime["key_material"]), master_key
-            )
+            key = bridge_keys.unwrap(conn, runtime.id, bytes(runtime.key_material), master_key)
         except bridge_keys.RuntimeKeyUnavailable as exc:
             raise CustodyError(f"the runtime's signing key is unavailable: {exc}") from None
         public = b64_encode(key.public_key().public_bytes_raw())
-        kid = registered_kid(conn, runtime["identity_id"], runtime["id"], public)
-        return cls(runtime["id"], hub, key, kid)
+        kid = registered_kid(conn, runtime.identity_id, runtime.id, public)
+        return cls(runtime.id, hub, key, kid)
 
     async def open(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]:
         try:

@@ -26,6 +26,7 @@ from hearth.proofs import think_cycle
 from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 
 from ..db.engine import utcnow
+from ..db.rows import RuntimeRow
 from ..db.tables import strands
 from ..errors import ApiError
 from ..services import inbox, vault, wake, wake_render, wake_stamps
@@ -46,7 +47,7 @@ class Lease:
 class Begun:
     """What step 1 read, for steps 2 and 3."""
 
-    runtime: dict[str, Any]
+    runtime: RuntimeRow
     message: dict[str, Any]
     strand_id: str
     seq: int
@@ -72,17 +73,18 @@ _RUNTIME_STRAND = (
 )
 
 
-def runtime_strand(conn: Connection, runtime: dict[str, Any]) -> dict[str, Any]:
-    """The runtime's strand (its oldest bound one), made on the first cycle."""
-    row = conn.execute(_RUNTIME_STRAND, {"runtime": runtime["id"]}).first()
+def runtime_strand(conn: Connection, runtime: RuntimeRow, identity_id: str) -> dict[str, Any]:
+    """The runtime's strand (its oldest bound one), made on the first cycle for ``identity_id``,
+    the identity the runtime is bound to (a cycle runs only for a bound runtime)."""
+    row = conn.execute(_RUNTIME_STRAND, {"runtime": runtime.id}).first()
     if row is not None:
         return dict(row._mapping)
     return strand_service.create(
         conn,
-        runtime["project_id"],
-        identity_ref=runtime["identity_id"],
+        runtime.project_id,
+        identity_ref=identity_id,
         name=STRAND_NAME,
-        runtime_ref=runtime["id"],
+        runtime_ref=runtime.id,
     )
 
 
@@ -96,18 +98,18 @@ def begin(
     """Step 1; None when the identity has no pending message."""
     leases.hold(conn, runtime_id, lease.owner, now_ms=now_ms, lease_ms=lease.lease_ms)
     runtime = runtime_service.row_by_id(conn, runtime_id)
-    if runtime["status"] != "running" or runtime["identity_id"] is None:
+    if runtime.status != "running" or runtime.identity_id is None:
         return None
-    message = inbox.take_next(conn, runtime["identity_id"], runtime_id)
+    message = inbox.take_next(conn, runtime.identity_id, runtime_id)
     if message is None:
         return None
     # The message is no longer pending: no wake cached before this, in any process, is served.
-    wake_stamps.bump(conn, runtime["project_id"])
-    strand = runtime_strand(conn, runtime)
+    wake_stamps.bump(conn, runtime.project_id)
+    strand = runtime_strand(conn, runtime, runtime.identity_id)
     recent = (
         strand_service.recent_thoughts(conn, strand["id"], recent_limit) if recent_limit else []
     )
-    document = wake.build(conn, runtime["project_id"], runtime["identity_id"])
+    document = wake.build(conn, runtime.project_id, runtime.identity_id)
     runtime_service.append_event(
         conn,
         runtime_id,
@@ -124,22 +126,22 @@ def begin(
     )
 
 
-def provider_key(conn: Connection, runtime: dict[str, Any], master_key: str | None) -> str:
+def provider_key(conn: Connection, runtime: RuntimeRow, master_key: str | None) -> str:
     """The provider's api key from the vault secret the runtime's ``llm.vault_key`` names."""
-    name = (runtime["llm"] or {}).get("vault_key")
+    name = (runtime.llm or {}).get("vault_key")
     if not name:
         raise CycleFailed("vault", "the runtime's llm has no vault_key")
     try:
-        return vault.read_secret(conn, runtime["project_id"], name, master_key=master_key)
+        return vault.read_secret(conn, runtime.project_id, name, master_key=master_key)
     except vault.VaultUnavailable:
         raise CycleFailed("vault", f"the vault secret {name!r} does not open") from None
     except ApiError:
         raise CycleFailed("vault", f"the vault secret {name!r} is missing") from None
 
 
-def thought_plaintext(message: dict[str, Any], reply: str, runtime: dict[str, Any]) -> bytes:
+def thought_plaintext(message: dict[str, Any], reply: str, runtime: RuntimeRow) -> bytes:
     """What a cycle stores (sealed), in the format the user's own loop writes too."""
-    llm = runtime["llm"] or {}
+    llm = runtime.llm or {}
     return think_cycle.thought_plaintext(
         in_reply_to=message["id"],
         sender=message["sender"],
@@ -165,7 +167,7 @@ def finish(
     signature: str,
 ) -> dict[str, Any]:
     """Step 3: the thought stored, the message done, ``think_cycle_end``; the stored row."""
-    runtime_id = begun.runtime["id"]
+    runtime_id = begun.runtime.id
     leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
     row = strand_service.append_thought(
         conn,
@@ -189,10 +191,10 @@ def finish(
 
 def fail(conn: Connection, begun: Begun, lease: Lease, failure: CycleFailed) -> None:
     """The message back to ``pending``, and ``think_cycle_error`` with the stage and reason."""
-    runtime_id = begun.runtime["id"]
+    runtime_id = begun.runtime.id
     leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
     inbox.release(conn, begun.message["id"])
-    wake_stamps.bump(conn, begun.runtime["project_id"])  # pending again (the wake counts it)
+    wake_stamps.bump(conn, begun.runtime.project_id)  # pending again (the wake counts it)
     runtime_service.stamp_work(conn, runtime_id)
     runtime_service.append_event(
         conn,

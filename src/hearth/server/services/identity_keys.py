@@ -23,7 +23,7 @@ from hearth.proofs import b64_decode
 from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.ids import new_id
-from ..db.rows import IdentityRow
+from ..db.rows import IdentityRow, RuntimeRow
 from ..db.tables import identities, identity_keys, runtimes
 from ..errors import ApiError, not_found
 from .authority import RootGrant
@@ -82,7 +82,7 @@ def root_view(identity: IdentityRow) -> dict[str, Any]:
     }
 
 
-def _runtime_of(conn: Connection, identity_id: str, runtime_ref: str) -> dict[str, Any]:
+def _runtime_of(conn: Connection, identity_id: str, runtime_ref: str) -> RuntimeRow:
     """The runtime, which must be bound to this identity (its project is the identity's)."""
     try:
         runtime_id = str(uuid.UUID(runtime_ref))
@@ -91,26 +91,26 @@ def _runtime_of(conn: Connection, identity_id: str, runtime_ref: str) -> dict[st
     row = conn.execute(_RUNTIME, {"id": runtime_id}).first()
     if row is None:
         raise not_found("Runtime")
-    runtime = dict(row._mapping)
-    if runtime["identity_id"] != identity_id:
+    runtime = RuntimeRow.of(row._mapping)
+    if runtime.identity_id != identity_id:
         # Another project's runtime must not be told apart from a missing one.
         owner = conn.execute(
             select(identities.c.project_id).where(identities.c.id == identity_id)
         ).scalar_one()
-        if runtime["project_id"] != owner:
+        if runtime.project_id != owner:
             raise not_found("Runtime")
         raise ApiError(
             422,
             "runtime_identity_mismatch",
             "The runtime is not bound to this identity: a runtime signs only for its own.",
-            details={"field": "runtime_id", "runtime_identity_id": runtime["identity_id"]},
+            details={"field": "runtime_id", "runtime_identity_id": runtime.identity_id},
         )
-    if runtime["deleted_at"] is not None:
+    if runtime.deleted_at is not None:
         raise ApiError(
             409,
             "runtime_deleted",
             "The runtime was deleted; a deleted runtime gets no new key.",
-            details={"runtime_id": runtime_id, "deleted_at": iso(runtime["deleted_at"])},
+            details={"runtime_id": runtime_id, "deleted_at": iso(runtime.deleted_at)},
         )
     return runtime
 
@@ -189,7 +189,7 @@ def register(
             "Only a key of purpose `runtime` is bound to a runtime.",
             details={"field": "runtime_id"},
         )
-    bound = _runtime_of(conn, identity.id, runtime_id)["id"] if runtime_id else None
+    bound = _runtime_of(conn, identity.id, runtime_id).id if runtime_id else None
     if conn.execute(_BY_KID, {"identity": identity.id, "kid": kid}).first() is not None:
         raise _kid_taken(kid)
     grant.claim(conn)
@@ -217,7 +217,7 @@ def register_runtime_key(
     if kid == PRIMARY_KID:
         raise ValueError("the kid `primary` is the root key's")
     runtime = _runtime_of(conn, identity_id, runtime_id)
-    mode: CustodyMode = runtime["mode"]
+    mode: CustodyMode = runtime.mode
     if mode != "trusted":
         raise ValueError("only a trusted runtime's hosted key is registered by the service")
     checked_ed25519(public_key_b64, "public_key")
@@ -226,7 +226,7 @@ def register_runtime_key(
         row = dict(existing._mapping)
         same = (
             row["public_key"] == public_key_b64
-            and row["runtime_id"] == runtime["id"]
+            and row["runtime_id"] == runtime.id
             and row["revoked_at"] is None
         )
         if same:
@@ -239,7 +239,7 @@ def register_runtime_key(
             kid=kid,
             public_key=public_key_b64,
             purpose="runtime",
-            runtime_id=runtime["id"],
+            runtime_id=runtime.id,
         )
     )
 

@@ -24,6 +24,7 @@ from sqlalchemy import Connection, bindparam, select, update
 from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import RuntimeRow
 from ..db.tables import inbox_messages, runtimes
 from ..errors import ApiError, not_found
 from . import cursors, identities
@@ -195,16 +196,16 @@ _RELEASE_MINE = _RELEASE.where(inbox_messages.c.taken_by == bindparam("runtime")
 _STARTING = frozenset({"provisioned", "starting"})
 
 
-def _bound_identity(runtime: dict[str, Any]) -> str:
-    if runtime["identity_id"] is None:
+def _bound_identity(runtime: RuntimeRow) -> str:
+    if runtime.identity_id is None:
         raise ApiError(
             409,
             "runtime_unbound",
             "The runtime is bound to no identity, so it has no inbox to take messages from.",
-            details={"runtime_id": runtime["id"]},
+            details={"runtime_id": runtime.id},
             hint="Provision a self runtime with `identity_id`.",
         )
-    return str(runtime["identity_id"])
+    return str(runtime.identity_id)
 
 
 def take_for_self(
@@ -216,31 +217,31 @@ def take_for_self(
     takes a message. Appends ``think_cycle_start`` with the message id."""
     runtime = runtime_service.self_runtime(conn, project_id, runtime_ref)
     identity_id = _bound_identity(runtime)
-    if runtime["status"] in _STARTING:
+    if runtime.status in _STARTING:
         raise ApiError(
             409,
             "invalid_runtime_state",
-            f"The runtime is {runtime['status']}: its loop takes messages once a heartbeat has "
+            f"The runtime is {runtime.status}: its loop takes messages once a heartbeat has "
             "moved it to running.",
-            details={"runtime_id": runtime["id"], "current_status": runtime["status"]},
+            details={"runtime_id": runtime.id, "current_status": runtime.status},
             hint="POST /v1/runtimes/{id}/heartbeat first.",
         )
-    if runtime["status"] not in {"running", "idle"}:
+    if runtime.status not in {"running", "idle"}:
         raise runtime_service.not_live(runtime)
     moves: list[dict[str, Any]] = []
-    message = take_next(conn, identity_id, runtime["id"])
+    message = take_next(conn, identity_id, runtime.id)
     if message is None:
-        runtime_service.stamp_seen(conn, runtime["id"])
+        runtime_service.stamp_seen(conn, runtime.id)
         return None, moves
-    if runtime["status"] == "idle":
+    if runtime.status == "idle":
         # The inbox post wakes idle runtimes itself; this catches a message it did not (one
         # written by another path), and a wake lost to a concurrent one changes nothing.
         with contextlib.suppress(runtime_service.MoveRefused):
             runtime_service.self_move(conn, runtime, "wake", moves)
-    runtime_service.stamp_seen(conn, runtime["id"], worked=True)
+    runtime_service.stamp_seen(conn, runtime.id, worked=True)
     runtime_service.append_event(
         conn,
-        runtime["id"],
+        runtime.id,
         "think_cycle_start",
         {"message_id": message["id"], "custody": _SELF_CUSTODY},
     )
@@ -249,7 +250,7 @@ def take_for_self(
 
 def _own_message(
     conn: Connection, project_id: str, runtime_ref: str, message_ref: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[RuntimeRow, dict[str, Any]]:
     runtime = runtime_service.self_runtime(conn, project_id, runtime_ref)
     identity_id = _bound_identity(runtime)
     try:
@@ -272,7 +273,7 @@ def _finish_for_self(
 ) -> dict[str, Any]:
     runtime, message = _own_message(conn, project_id, runtime_ref, message_ref)
     statement = _COMPLETE_MINE if doing == "complete" else _RELEASE_MINE
-    values: dict[str, Any] = {"message": message["id"], "runtime": runtime["id"]}
+    values: dict[str, Any] = {"message": message["id"], "runtime": runtime.id}
     if doing == "complete":
         values["now"] = utcnow()
     if conn.execute(statement, values).rowcount != 1:
@@ -291,18 +292,18 @@ def _finish_for_self(
             f"The message is {current.status}; only a taken message can be {doing}d.",
             details={"message_id": message["id"], "status": current.status},
         )
-    runtime_service.stamp_seen(conn, runtime["id"], worked=True)
+    runtime_service.stamp_seen(conn, runtime.id, worked=True)
     if doing == "complete":
         runtime_service.append_event(
             conn,
-            runtime["id"],
+            runtime.id,
             "think_cycle_end",
             {"message_id": message["id"], "custody": _SELF_CUSTODY},
         )
     else:
         runtime_service.append_event(
             conn,
-            runtime["id"],
+            runtime.id,
             "think_cycle_error",
             {
                 "message_id": message["id"],

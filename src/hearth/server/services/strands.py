@@ -111,22 +111,22 @@ def create(
     runtime_id = None
     if runtime_ref is not None:
         runtime = runtime_service.find(conn, project_id, runtime_ref)
-        if runtime["identity_id"] != identity.id:
+        if runtime.identity_id != identity.id:
             raise ApiError(
                 422,
                 "runtime_identity_mismatch",
                 "The runtime is not bound to this identity: a strand's runtime thinks for the "
                 "strand's identity.",
-                details={"field": "runtime_id", "runtime_identity_id": runtime["identity_id"]},
+                details={"field": "runtime_id", "runtime_identity_id": runtime.identity_id},
             )
-        if runtime["deleted_at"] is not None:
+        if runtime.deleted_at is not None:
             raise ApiError(
                 409,
                 "runtime_deleted",
                 "The runtime was deleted; a new strand cannot be bound to it.",
-                details={"runtime_id": runtime["id"], "deleted_at": iso(runtime["deleted_at"])},
+                details={"runtime_id": runtime.id, "deleted_at": iso(runtime.deleted_at)},
             )
-        runtime_id = runtime["id"]
+        runtime_id = runtime.id
     row = {
         "id": new_id(),
         "project_id": project_id,
@@ -161,7 +161,7 @@ def listing(
         )
     if runtime_ref is not None:
         conditions.append(
-            strands.c.runtime_id == runtime_service.find(conn, project_id, runtime_ref)["id"]
+            strands.c.runtime_id == runtime_service.find(conn, project_id, runtime_ref).id
         )
     items, next_cursor = cursors.newest_first(
         conn, strands, conditions, cursor, limit, build=cursors.untyped

@@ -54,7 +54,7 @@ def events(
         after = min(int(cursor), _LAST_EVENT_ID)
     rows = conn.execute(
         select(runtime_events)
-        .where(runtime_events.c.runtime_id == runtime["id"], runtime_events.c.id > after)
+        .where(runtime_events.c.runtime_id == runtime.id, runtime_events.c.id > after)
         .order_by(runtime_events.c.id)
         .limit(limit + 1)
     ).all()

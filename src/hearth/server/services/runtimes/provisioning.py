@@ -13,6 +13,7 @@ PATCH may make (``update_runtime``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,6 +26,7 @@ from ... import runtime_states
 from ...canon import HOSTED_MODES, CustodyMode
 from ...db.engine import utcnow
 from ...db.ids import new_id
+from ...db.rows import RuntimeRow
 from ...db.tables import runtimes
 from ...errors import ApiError
 from .. import identities
@@ -196,7 +198,7 @@ def create(
         runtime_states.INITIAL_EVENT,
         {"to": runtime_states.INITIAL_STATE, "mode": mode, "region": row["region"]},
     )
-    return {**view(row), "control_token": token}
+    return {**view(RuntimeRow.of(row)), "control_token": token}
 
 
 def update_runtime(
@@ -204,16 +206,16 @@ def update_runtime(
 ) -> dict[str, Any]:
     """Apply a PATCH (only the fields sent; see models_runtimes.RuntimePatch)."""
     runtime = find(conn, project_id, runtime_id)
-    if patch.get("mode") is not None and patch["mode"] != runtime["mode"]:
-        raise immutable_field("mode", runtime["mode"], patch["mode"])
+    if patch.get("mode") is not None and patch["mode"] != runtime.mode:
+        raise immutable_field("mode", runtime.mode, patch["mode"])
     if patch.get("identity_id") is not None:
         requested = patch["identity_id"]
         canonical = canonical_uuid(requested)
         if requested.startswith("did:svc:"):
             canonical = canonical_uuid(requested.removeprefix("did:svc:"))
-        if canonical is None or canonical != runtime["identity_id"]:
-            raise immutable_field("identity_id", runtime["identity_id"], requested)
-    if runtime["deleted_at"] is not None:
+        if canonical is None or canonical != runtime.identity_id:
+            raise immutable_field("identity_id", runtime.identity_id, requested)
+    if runtime.deleted_at is not None:
         raise runtime_deleted(runtime, "changed")
     values: dict[str, Any] = {}
     if patch.get("name") is not None:
@@ -224,7 +226,7 @@ def update_runtime(
         values["metadata"] = patch["metadata"]
     if patch.get("llm") is not None:
         sent = {k: v for k, v in patch["llm"].items() if v is not None}
-        merged = {**(runtime["llm"] or {}), **sent}
+        merged = {**(runtime.llm or {}), **sent}
         if not merged.get("provider") or not merged.get("model"):
             raise ApiError(
                 422,
@@ -232,17 +234,17 @@ def update_runtime(
                 "This runtime has no llm yet: send both llm.provider and llm.model.",
                 details={"field": "llm"},
             )
-        _check_llm(runtime["mode"], merged)
+        _check_llm(runtime.mode, merged)
         values["llm"] = merged
     if patch.get("bridge") is not None:
         sent_bridge = patch["bridge"]
-        stored = runtime["bridge"]
+        stored = runtime.bridge
         if stored is None:
             raise ApiError(
                 422,
                 "bridge_not_applicable",
-                f"`bridge` belongs to bridged custody; a {runtime['mode']} runtime has no bridge.",
-                details={"field": "bridge", "mode": runtime["mode"]},
+                f"`bridge` belongs to bridged custody; a {runtime.mode} runtime has no bridge.",
+                details={"field": "bridge", "mode": runtime.mode},
             )
         for name in ("pubkey", "key_id"):
             requested = sent_bridge.get(name)
@@ -255,10 +257,10 @@ def update_runtime(
         values["updated_at"] = utcnow()
         changed = conn.execute(
             update(runtimes)
-            .where(runtimes.c.id == runtime["id"], runtimes.c.deleted_at.is_(None))
+            .where(runtimes.c.id == runtime.id, runtimes.c.deleted_at.is_(None))
             .values(**values)
         )
         if changed.rowcount != 1:
-            raise runtime_deleted(row_by_id(conn, runtime["id"]), "changed")
-        runtime = {**runtime, **values}
+            raise runtime_deleted(row_by_id(conn, runtime.id), "changed")
+        runtime = replace(runtime, **values)
     return view_one(conn, runtime)
