@@ -52,7 +52,6 @@ NOT_YET_TYPED: frozenset[str] = frozenset(
         "routes/health.py",
         "routes/identities.py",
         "routes/inbox.py",
-        "routes/keys.py",
         "routes/orientation.py",
         "routes/public.py",
         "routes/runtimes.py",
@@ -73,7 +72,6 @@ NOT_YET_TYPED: frozenset[str] = frozenset(
         "services/elevation.py",
         "services/identity_keys.py",
         "services/inbox.py",
-        "services/keys.py",
         "services/provider.py",
         "services/pulse.py",
         "services/recovery.py",
@@ -86,7 +84,6 @@ NOT_YET_TYPED: frozenset[str] = frozenset(
         "services/wake_cache.py",
         "services/wake_metadata.py",
         "services/wake_render.py",
-        "services/wallets.py",
         "tutor.py",
     }
 )

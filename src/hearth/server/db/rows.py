@@ -106,3 +106,35 @@ class RuntimeRow:
     @classmethod
     def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
         return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class WalletRow:
+    """A row of ``wallets``."""
+
+    id: str
+    project_id: str
+    identity_id: str | None
+    name: str
+    currency: str
+    balance: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    """A row of ``ledger``: one entry of a wallet."""
+
+    id: str
+    wallet_id: str
+    amount: int
+    reason: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)

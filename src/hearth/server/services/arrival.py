@@ -25,7 +25,7 @@ from hearth.proofs import (
 from hearth.proofs.keys import x25519_problem
 
 from ..db.engine import Database
-from ..db.rows import IdentityRow
+from ..db.rows import IdentityRow, WalletRow
 from ..errors import ApiError, unauthorized
 from ..limiter import Limiter
 from ..models import RegisterAgentRequest, Registrar
@@ -80,7 +80,7 @@ def _birth(
     mode: str,
     registrar_project: str | None,
     grant_minor: int,
-) -> tuple[IdentityRow, keys.IssuedKey, dict[str, Any] | None]:
+) -> tuple[IdentityRow, keys.IssuedKey, WalletRow | None]:
     """Every write of an arrival, in one transaction: the single-use claims first, so a replay
     is refused before anything else is written."""
     signature_hash = hashlib.sha256(body.key_proof.signature.encode("ascii")).digest()

@@ -19,7 +19,7 @@ from ..db import direct
 from ..db.direct import savepoint
 from ..db.engine import utcnow
 from ..db.ids import new_id
-from ..db.rows import IdentityRow
+from ..db.rows import IdentityRow, WalletRow
 from ..db.tables import memories, projects
 from . import identities, keys, wallets
 from .wallets import wallet_view
@@ -48,7 +48,7 @@ class ServerKeys:
 class Arrived:
     identity: IdentityRow
     issued: keys.IssuedKey
-    wallet: dict[str, Any] | None
+    wallet: WalletRow | None
 
 
 def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def new_project(conn: Connection, name: str, origin: str) -> str:
 
 def wallet_with_grant(
     conn: Connection, project_id: str, identity: IdentityRow, grant_minor: int
-) -> dict[str, Any] | None:
+) -> WalletRow | None:
     try:
         with savepoint(conn, "creation_grant"):
             return wallets.open_wallet(

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..db.engine import Database
-from ..db.rows import IdentityRow
+from ..db.rows import IdentityRow, WalletRow
 from ..models import BootstrapRequest
 from . import identities, keys
 from .birth import (
@@ -38,7 +38,7 @@ async def bootstrap(db: Database, project_id: str, body: BootstrapRequest) -> di
         metadata=dict(body.metadata or {}),
     )
 
-    def write(conn: Connection) -> tuple[IdentityRow, keys.IssuedKey, dict[str, Any] | None]:
+    def write(conn: Connection) -> tuple[IdentityRow, keys.IssuedKey, WalletRow | None]:
         identity = identities.create(conn, new)
         issued = keys.issue(conn, project_id, f"bootstrap:{body.name}"[:200])
         # An empty wallet: the creation grant is registration's (the specification's limits),

@@ -27,7 +27,7 @@ import structlog
 from sqlalchemy import Connection, bindparam, select, update
 
 from ..db.engine import Database, epoch_ms, utcnow
-from ..db.rows import IdentityRow
+from ..db.rows import IdentityRow, LedgerRow
 from ..db.tables import identities, ledger
 from ..errors import ApiError
 from ..models_elevation import SponsorStatement
@@ -208,13 +208,13 @@ def orchestrate(
     attestation, _replayed = attestations.store(conn, project_id, identity, sponsor, statement)
 
     wallet = wallets.paying_wallet(conn, project_id, identity.id)
-    if wallet is None or wallet["identity_id"] != identity.id:
+    if wallet is None or wallet.identity_id != identity.id:
         wallet = wallets.open_wallet(conn, project_id, identity.id, f"{identity.name} wallet")
     entry = None
     if statement.initial_credits > 0:
-        wallets.credit(conn, wallet["id"], statement.initial_credits, GRANT_REASON)
-        entry = conn.execute(_GRANT_ENTRY, {"wallet": wallet["id"]}).one()._mapping
-    wallet = wallets.find(conn, project_id, wallet["id"])
+        wallets.credit(conn, wallet.id, statement.initial_credits, GRANT_REASON)
+        entry = LedgerRow.of(conn.execute(_GRANT_ENTRY, {"wallet": wallet.id}).one()._mapping)
+    wallet = wallets.find(conn, project_id, wallet.id)
 
     config = {
         "level": LEVEL_SPONSORED,
@@ -239,7 +239,7 @@ def orchestrate(
             "attestation_id": attestation["id"],
             "claim": statement.claim,
             "initial_credits": statement.initial_credits,
-            "wallet_id": wallet["id"],
+            "wallet_id": wallet.id,
             "vault_name": namespace["name"],
         },
     )

@@ -102,10 +102,10 @@ def fork(
     child = arrived.identity
     copied = [_copy_memory(conn, memory, child) for memory in chosen]
     charged = {
-        "wallet_id": paid["id"],
+        "wallet_id": paid.id,
         "amount": wallets.FORK_COST,
         "currency": wallets.CURRENCY,
-        "balance": paid["balance"],
+        "balance": paid.balance,
     }
     common = {
         "parent_identity_id": parent.id,

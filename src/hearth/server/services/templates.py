@@ -29,6 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db.engine import Database, utcnow
 from ..db.ids import new_id
+from ..db.rows import WalletRow
 from ..db.tables import template_purchases, templates
 from ..errors import ApiError, not_found
 from ..models_forks import FromTemplateRequest, TemplatePublish
@@ -143,7 +144,7 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
         assert body.expression is not None
         expression = body.expression.model_dump(by_alias=True)
     if body.wallet_id is not None:
-        wallet: dict[str, Any] | None = wallets.find(conn, project_id, body.wallet_id)
+        wallet: WalletRow | None = wallets.find(conn, project_id, body.wallet_id)
     elif body.price > 0:
         wallet = wallets.paying_wallet(conn, project_id, identity.id if identity else None)
         if wallet is None:
@@ -163,7 +164,7 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
         "expression": expression,
         "price": body.price,
         "publisher_project_id": project_id,
-        "publisher_wallet_id": wallet["id"] if wallet else None,
+        "publisher_wallet_id": wallet.id if wallet else None,
         "status": LISTED,
         "created_at": utcnow(),
     }
@@ -213,7 +214,7 @@ def purchase(conn: Connection, project_id: str, template_id: str) -> dict[str, A
         "id": new_id(),
         "template_id": template["id"],
         "project_id": project_id,
-        "wallet_id": paid["id"],
+        "wallet_id": paid.id,
         "price": price,
         "created_at": utcnow(),
         "used_at": None,
@@ -249,7 +250,7 @@ def purchase(conn: Connection, project_id: str, template_id: str) -> dict[str, A
             "template_id": template["id"],
             "purchase_id": row["id"],
             "price": price,
-            "wallet_id": paid["id"],
+            "wallet_id": paid.id,
         },
     )
     return {
@@ -259,10 +260,10 @@ def purchase(conn: Connection, project_id: str, template_id: str) -> dict[str, A
         "currency": wallets.CURRENCY,
         "created_at": iso(row["created_at"]),
         "charged": {
-            "wallet_id": paid["id"],
+            "wallet_id": paid.id,
             "amount": price,
             "currency": wallets.CURRENCY,
-            "balance": paid["balance"],
+            "balance": paid.balance,
         },
     }
 
