@@ -138,3 +138,40 @@ class LedgerRow:
     @classmethod
     def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
         return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class StrandRow:
+    """A row of ``strands``."""
+
+    id: str
+    project_id: str
+    identity_id: str | None
+    runtime_id: str | None
+    name: str
+    next_seq: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtRow:
+    """A row of ``thoughts``: one sealed thought of a strand."""
+
+    id: str
+    strand_id: str
+    project_id: str
+    runtime_id: str | None
+    seq: int
+    ciphertext: bytes
+    nonce: bytes
+    signature: str | None
+    signing_key_id: str | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)

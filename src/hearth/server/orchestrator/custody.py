@@ -29,7 +29,7 @@ from hearth.proofs.thoughts import SealedThought, ThoughtOpenError, open_thought
 
 from ..bridge import keys as bridge_keys
 from ..bridge.hub import BridgeError, BridgeHub
-from ..db.rows import RuntimeRow
+from ..db.rows import RuntimeRow, ThoughtRow
 from ..db.tables import identity_keys
 from ..services import identity_keys as identity_key_service
 from ..services import runtimes as runtime_service
@@ -53,7 +53,7 @@ class Custody(Protocol):
     signing_key_id: str
     signing_key: Ed25519PrivateKey
 
-    async def open(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]: ...
+    async def open(self, strand_id: str, rows: list[ThoughtRow]) -> list[bytes]: ...
 
     async def seal(self, strand_id: str, seq: int, plaintext: bytes) -> SealedThought: ...
 
@@ -90,16 +90,15 @@ class TrustedCustody:
             conn, identity_id, self.runtime_id, public, self.signing_key_id
         )
 
-    def open_sync(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]:
+    def open_sync(self, strand_id: str, rows: list[ThoughtRow]) -> list[bytes]:
         try:
             return [
-                open_thought(self.k_master, strand_id, r["seq"], r["nonce"], r["ciphertext"])
-                for r in rows
+                open_thought(self.k_master, strand_id, r.seq, r.nonce, r.ciphertext) for r in rows
             ]
         except ThoughtOpenError:
             raise CustodyError("a thought of the strand does not open with this K_master") from None
 
-    async def open(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]:
+    async def open(self, strand_id: str, rows: list[ThoughtRow]) -> list[bytes]:
         return self.open_sync(strand_id, rows)
 
     def seal_sync(self, strand_id: str, seq: int, plaintext: bytes) -> SealedThought:
@@ -151,12 +150,10 @@ class BridgedCustody:
         kid = registered_kid(conn, runtime.identity_id, runtime.id, public)
         return cls(runtime.id, hub, key, kid)
 
-    async def open(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]:
+    async def open(self, strand_id: str, rows: list[ThoughtRow]) -> list[bytes]:
         try:
             return [
-                await self.hub.decrypt(
-                    self.runtime_id, strand_id, r["seq"], r["nonce"], r["ciphertext"]
-                )
+                await self.hub.decrypt(self.runtime_id, strand_id, r.seq, r.nonce, r.ciphertext)
                 for r in rows
             ]
         except BridgeError as exc:

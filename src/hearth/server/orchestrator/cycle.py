@@ -26,7 +26,7 @@ from hearth.proofs import think_cycle
 from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 
 from ..db.engine import utcnow
-from ..db.rows import RuntimeRow
+from ..db.rows import RuntimeRow, StrandRow, ThoughtRow
 from ..db.tables import strands
 from ..errors import ApiError
 from ..services import inbox, vault, wake, wake_render, wake_stamps
@@ -51,7 +51,7 @@ class Begun:
     message: dict[str, Any]
     strand_id: str
     seq: int
-    recent: list[dict[str, Any]]
+    recent: list[ThoughtRow]
     wake_markdown: str
 
 
@@ -73,13 +73,13 @@ _RUNTIME_STRAND = (
 )
 
 
-def runtime_strand(conn: Connection, runtime: RuntimeRow, identity_id: str) -> dict[str, Any]:
+def runtime_strand(conn: Connection, runtime: RuntimeRow, identity_id: str) -> StrandRow:
     """The runtime's strand (its oldest bound one), made on the first cycle for ``identity_id``,
     the identity the runtime is bound to (a cycle runs only for a bound runtime)."""
     row = conn.execute(_RUNTIME_STRAND, {"runtime": runtime.id}).first()
     if row is not None:
-        return dict(row._mapping)
-    return strand_service.create(
+        return StrandRow.of(row._mapping)
+    return strand_service.create_row(
         conn,
         runtime.project_id,
         identity_ref=identity_id,
@@ -106,21 +106,19 @@ def begin(
     # The message is no longer pending: no wake cached before this, in any process, is served.
     wake_stamps.bump(conn, runtime.project_id)
     strand = runtime_strand(conn, runtime, runtime.identity_id)
-    recent = (
-        strand_service.recent_thoughts(conn, strand["id"], recent_limit) if recent_limit else []
-    )
+    recent = strand_service.recent_thoughts(conn, strand.id, recent_limit) if recent_limit else []
     document = wake.build(conn, runtime.project_id, runtime.identity_id)
     runtime_service.append_event(
         conn,
         runtime_id,
         "think_cycle_start",
-        {"message_id": message["id"], "strand_id": strand["id"], "seq": strand["next_seq"]},
+        {"message_id": message["id"], "strand_id": strand.id, "seq": strand.next_seq},
     )
     return Begun(
         runtime=runtime,
         message=message,
-        strand_id=strand["id"],
-        seq=int(strand["next_seq"]),
+        strand_id=strand.id,
+        seq=int(strand.next_seq),
         recent=recent,
         wake_markdown=wake_render.to_markdown(document),
     )
@@ -165,8 +163,8 @@ def finish(
     ciphertext: bytes,
     signing_key_id: str,
     signature: str,
-) -> dict[str, Any]:
-    """Step 3: the thought stored, the message done, ``think_cycle_end``; the stored row."""
+) -> strand_service.Written:
+    """Step 3: the thought stored, the message done, ``think_cycle_end``; the stored thought."""
     runtime_id = begun.runtime.id
     leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
     row = strand_service.append_thought(

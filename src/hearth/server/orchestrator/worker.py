@@ -25,7 +25,6 @@ import contextlib
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 import structlog
 from sqlalchemy import Connection, bindparam, select
@@ -45,6 +44,7 @@ from ..json_types import JsonObject
 from ..observability import Metrics
 from ..services import runtimes as runtime_service
 from ..services.runtimes import leases
+from ..services.strands import Written
 from ..services.times import iso
 from ..settings import Settings
 from . import cycle
@@ -414,17 +414,17 @@ class Worker:
             "think_cycle_done",
             runtime_id=runtime.id,
             message_id=begun.message["id"],
-            seq=stored["seq"],
+            seq=stored.thought.seq,
             ms=round((time.monotonic() - started) * 1000, 1),
         )
         await self._publish(
             runtime,
             "runtime_thought_stored",
-            {"runtime_id": runtime.id, "strand_id": begun.strand_id, "seq": stored["seq"]},
+            {"runtime_id": runtime.id, "strand_id": begun.strand_id, "seq": stored.thought.seq},
         )
         return True
 
-    async def _complete(self, held: Held, begun: cycle.Begun) -> dict[str, Any]:
+    async def _complete(self, held: Held, begun: cycle.Begun) -> Written:
         runtime = begun.runtime
         api_key = await self.db.snapshot(cycle.provider_key, runtime, self.settings.kms_master_key)
         try:

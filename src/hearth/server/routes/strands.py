@@ -213,10 +213,10 @@ async def ciphertext_only(
             hearth.db,
             strands.plaintext_refused(fields),
             project_id=caller.project_id,
-            identity_id=strand["identity_id"],
-            text=f"Refused a plaintext thought for the strand {strand['id']}",
+            identity_id=strand.identity_id,
+            text=f"Refused a plaintext thought for the strand {strand.id}",
             route="POST /v1/strands/{id}/thoughts",
-            strand_id=strand["id"],
+            strand_id=strand.id,
             wall="thought_storage_ciphertext_only",
         )
     return caller
