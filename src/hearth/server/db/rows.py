@@ -175,3 +175,22 @@ class ThoughtRow:
     @classmethod
     def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
         return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateRow:
+    """A row of ``templates``."""
+
+    id: str
+    name: str
+    description: str
+    expression: JsonObject
+    price: int
+    publisher_project_id: str | None
+    publisher_wallet_id: str | None
+    status: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)
