@@ -249,7 +249,7 @@ def test_a_lease_is_exclusive_until_it_lapses(live: Live) -> None:
 
     def take(conn: Connection) -> str | None:
         message = inbox.take_next(conn, agent_id, rid)
-        return None if message is None else str(message["id"])
+        return None if message is None else str(message.id)
 
     message_id = in_db(live, take)
     assert message_id is not None
@@ -405,7 +405,7 @@ def test_a_worker_that_lost_its_lease_stores_nothing(live: Live) -> None:
         posted = post_message(client, agent_id, "who answers?")
         begun = in_db(live, cycle.begin, rid, lease, epoch_ms(), 20)
         assert begun is not None
-        assert begun.message["id"] == posted["id"]
+        assert begun.message.id == posted["id"]
         custody = TrustedCustody.unwrap(runtime, MASTER_KEY)
         in_db(live, custody.register, agent_id)
         sealed = custody.seal_sync(begun.strand_id, begun.seq, b"a's late thought")

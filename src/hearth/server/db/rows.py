@@ -194,3 +194,23 @@ class TemplateRow:
     @classmethod
     def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
         return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class InboxMessageRow:
+    """A row of ``inbox_messages``."""
+
+    id: str
+    project_id: str
+    identity_id: str
+    sender: str
+    body: str
+    status: str
+    taken_by: str | None
+    taken_at: datetime | None
+    done_at: datetime | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)

@@ -18,7 +18,6 @@ worker that took the runtime over releases the message when it claims the runtim
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
 
@@ -26,7 +25,7 @@ from hearth.proofs import think_cycle
 from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 
 from ..db.engine import utcnow
-from ..db.rows import RuntimeRow, StrandRow, ThoughtRow
+from ..db.rows import InboxMessageRow, RuntimeRow, StrandRow, ThoughtRow
 from ..db.tables import strands
 from ..errors import ApiError
 from ..services import inbox, vault, wake, wake_render, wake_stamps
@@ -48,7 +47,7 @@ class Begun:
     """What step 1 read, for steps 2 and 3."""
 
     runtime: RuntimeRow
-    message: dict[str, Any]
+    message: InboxMessageRow
     strand_id: str
     seq: int
     recent: list[ThoughtRow]
@@ -112,7 +111,7 @@ def begin(
         conn,
         runtime_id,
         "think_cycle_start",
-        {"message_id": message["id"], "strand_id": strand.id, "seq": strand.next_seq},
+        {"message_id": message.id, "strand_id": strand.id, "seq": strand.next_seq},
     )
     return Begun(
         runtime=runtime,
@@ -137,21 +136,21 @@ def provider_key(conn: Connection, runtime: RuntimeRow, master_key: str | None) 
         raise CycleFailed("vault", f"the vault secret {name!r} is missing") from None
 
 
-def thought_plaintext(message: dict[str, Any], reply: str, runtime: RuntimeRow) -> bytes:
+def thought_plaintext(message: InboxMessageRow, reply: str, runtime: RuntimeRow) -> bytes:
     """What a cycle stores (sealed), in the format the user's own loop writes too."""
     llm = runtime.llm or {}
     return think_cycle.thought_plaintext(
-        in_reply_to=message["id"],
-        sender=message["sender"],
-        message=message["body"],
+        in_reply_to=message.id,
+        sender=message.sender,
+        message=message.body,
         reply=reply,
         provider=llm.get("provider"),
         model=llm.get("model"),
     )
 
 
-def build_prompt(wake_markdown: str, history: list[bytes], message: dict[str, Any]) -> Prompt:
-    return think_cycle.build_prompt(wake_markdown, history, message["sender"], message["body"])
+def build_prompt(wake_markdown: str, history: list[bytes], message: InboxMessageRow) -> Prompt:
+    return think_cycle.build_prompt(wake_markdown, history, message.sender, message.body)
 
 
 def finish(
@@ -176,13 +175,13 @@ def finish(
         signing_key_id=signing_key_id,
         signature=signature,
     )
-    inbox.complete(conn, begun.message["id"])
+    inbox.complete(conn, begun.message.id)
     runtime_service.stamp_work(conn, runtime_id)
     runtime_service.append_event(
         conn,
         runtime_id,
         "think_cycle_end",
-        {"message_id": begun.message["id"], "strand_id": begun.strand_id, "seq": begun.seq},
+        {"message_id": begun.message.id, "strand_id": begun.strand_id, "seq": begun.seq},
     )
     return row
 
@@ -191,7 +190,7 @@ def fail(conn: Connection, begun: Begun, lease: Lease, failure: CycleFailed) -> 
     """The message back to ``pending``, and ``think_cycle_error`` with the stage and reason."""
     runtime_id = begun.runtime.id
     leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
-    inbox.release(conn, begun.message["id"])
+    inbox.release(conn, begun.message.id)
     wake_stamps.bump(conn, begun.runtime.project_id)  # pending again (the wake counts it)
     runtime_service.stamp_work(conn, runtime_id)
     runtime_service.append_event(
@@ -199,7 +198,7 @@ def fail(conn: Connection, begun: Begun, lease: Lease, failure: CycleFailed) -> 
         runtime_id,
         "think_cycle_error",
         {
-            "message_id": begun.message["id"],
+            "message_id": begun.message.id,
             "strand_id": begun.strand_id,
             "stage": failure.stage,
             "reason": failure.reason,

@@ -404,7 +404,7 @@ class Worker:
             log.warning(
                 "think_cycle_failed",
                 runtime_id=runtime.id,
-                message_id=begun.message["id"],
+                message_id=begun.message.id,
                 stage=failure.stage,
                 reason=failure.reason,
             )
@@ -413,7 +413,7 @@ class Worker:
         log.info(
             "think_cycle_done",
             runtime_id=runtime.id,
-            message_id=begun.message["id"],
+            message_id=begun.message.id,
             seq=stored.thought.seq,
             ms=round((time.monotonic() - started) * 1000, 1),
         )
