@@ -214,3 +214,42 @@ class InboxMessageRow:
     @classmethod
     def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
         return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class AttestationRow:
+    """A row of ``attestations``."""
+
+    id: str
+    project_id: str
+    subject_identity_id: str
+    attester_did: str
+    attester_identity_id: str | None
+    signing_key_id: str
+    public_key: str
+    context: str
+    claim: str
+    evidence: JsonObject | None
+    signature: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)
+
+
+@dataclass(frozen=True, slots=True)
+class ChronicleRow:
+    """A row of ``chronicle``: one entry."""
+
+    id: str
+    project_id: str
+    identity_id: str | None
+    kind: str
+    text: str
+    created_at: datetime
+    details: JsonObject | None
+
+    @classmethod
+    def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:
+        return cls(**row)

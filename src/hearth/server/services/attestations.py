@@ -21,9 +21,10 @@ from hearth.proofs import ELEVATE_CONTEXT, EncodingError, b64_decode, elevate_di
 
 from ..db.engine import utcnow
 from ..db.ids import new_id
-from ..db.rows import IdentityRow
+from ..db.rows import AttestationRow, IdentityRow
 from ..db.tables import attestations, identities
 from ..errors import ApiError
+from ..json_types import JsonObject
 from . import cursors
 from .times import iso
 
@@ -123,14 +124,14 @@ def store(
     subject: IdentityRow,
     sponsor: IdentityRow,
     statement: Any,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[AttestationRow, bool]:
     """Keep a verified statement: (row, replayed). The same signature about the same subject is
     kept once; sending it again finds the row already kept."""
     found = conn.execute(
         _SAME, {"subject": subject.id, "signature": statement.sponsor_signature}
     ).first()
     if found is not None:
-        return dict(found._mapping), True
+        return AttestationRow.of(found._mapping), True
     row = {
         "id": new_id(),
         "project_id": project_id,
@@ -148,7 +149,7 @@ def store(
         "created_at": utcnow(),
     }
     conn.execute(_INSERT, row)
-    return row, False
+    return AttestationRow.of(row), False
 
 
 def listing(
@@ -164,26 +165,26 @@ def listing(
     if identity_id is not None:
         conditions.append(attestations.c.subject_identity_id == identity_id)
     items, next_cursor = cursors.newest_first(
-        conn, attestations, conditions, cursor, limit, build=cursors.untyped
+        conn, attestations, conditions, cursor, limit, build=AttestationRow.of
     )
     return cursors.Page([view(row) for row in items], next_cursor)
 
 
-def view(row: dict[str, Any]) -> dict[str, Any]:
-    kept = row["evidence"] or {}
+def view(row: AttestationRow) -> JsonObject:
+    kept = row.evidence or {}
     return {
-        "id": row["id"],
-        "agent_id": row["subject_identity_id"],
-        "attester_did": row["attester_did"],
-        "attester_identity_id": row["attester_identity_id"],
-        "signing_key_id": row["signing_key_id"],
-        "public_key": row["public_key"],
-        "context": row["context"],
-        "claim": row["claim"],
+        "id": row.id,
+        "agent_id": row.subject_identity_id,
+        "attester_did": row.attester_did,
+        "attester_identity_id": row.attester_identity_id,
+        "signing_key_id": row.signing_key_id,
+        "public_key": row.public_key,
+        "context": row.context,
+        "claim": row.claim,
         "initial_credits": int(kept.get("initial_credits", 0)),
         "evidence": kept.get("evidence"),
-        "signature": row["signature"],
-        "created_at": iso(row["created_at"]),
+        "signature": row.signature,
+        "created_at": iso(row.created_at),
     }
 
 

@@ -236,7 +236,7 @@ def orchestrate(
             "event": "elevated",
             "level": LEVEL_SPONSORED,
             "sponsor_did": sponsor.did,
-            "attestation_id": attestation["id"],
+            "attestation_id": attestation.id,
             "claim": statement.claim,
             "initial_credits": statement.initial_credits,
             "wallet_id": wallet.id,
@@ -256,7 +256,7 @@ def orchestrate(
         "ledger_entry": wallets.entry_view(entry) if entry is not None else None,
         "wallet": wallets.wallet_record(wallet),
         "vault_namespace": namespace,
-        "chronicle_entry_id": entry_row["id"],
+        "chronicle_entry_id": entry_row.id,
         "authority": authority,
     }
 

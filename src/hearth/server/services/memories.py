@@ -38,7 +38,7 @@ from hearth.proofs import (
 
 from ..db.engine import utcnow
 from ..db.ids import new_id
-from ..db.rows import IdentityRow, MemoryRow
+from ..db.rows import ChronicleRow, IdentityRow, MemoryRow
 from ..db.tables import identities, memories, memory_attestations
 from ..errors import ApiError, not_found
 from ..json_types import JsonObject
@@ -265,7 +265,7 @@ def listing(
 
 def remove(
     conn: Connection, project_id: str, memory: MemoryRow, grant: RootGrant | None
-) -> JsonObject:
+) -> ChronicleRow:
     """Delete the memory and its attestations, and say so in the chronicle (a ``note``): a
     deletion is never silent. Returns the chronicle entry."""
     if grant is not None:
