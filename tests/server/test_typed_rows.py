@@ -6,11 +6,9 @@ table is a frozen dataclass (``hearth.server.db.rows``), and a JSON payload (a r
 document body, a JSON column) says ``JsonObject`` (``hearth.server.json_types``). So a bare
 mapping can no longer hide a row. Read from the source with ``ast``: nothing is imported or run.
 
-``NOT_YET_TYPED`` lists the modules whose signatures have not been sorted into rows and JSON yet
-(issue 16, "typed rows"): the tables still carried as mappings are keys and bearers, strands,
-templates, wallets, vault, inbox, attestations and the chronicle, and the modules that read them.
-The list only shrinks: a module on it that no longer uses the bare form fails the test too, so
-that it leaves the list when it is cleaned.
+Every module is sorted (issue 16, "typed rows"): there is no allow-list. A mapping that is
+neither, such as an ASGI message or uvicorn's app state, gets a name of its own where it is used
+(``observability.Message``, ``request_heads.AppState``).
 """
 
 from __future__ import annotations
@@ -20,56 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SERVER = Path(__file__).resolve().parents[2] / "src" / "hearth" / "server"
-
-NOT_YET_TYPED: frozenset[str] = frozenset(
-    {
-        "bridge/connection.py",
-        "bridge/frames.py",
-        "bridge/hub.py",
-        "canon.py",
-        "error_handlers.py",
-        "errors.py",
-        "events.py",
-        "logs.py",
-        "mathos.py",
-        "middleware.py",
-        "models_runtimes.py",
-        "observability.py",
-        "openapi.py",
-        "orchestrator/custody.py",
-        "orientation_documents.py",
-        "packages.py",
-        "request_heads.py",
-        "routes/adds.py",
-        "routes/arrival.py",
-        "routes/bootstrap.py",
-        "routes/common.py",
-        "routes/forks.py",
-        "routes/health.py",
-        "routes/orientation.py",
-        "routes/public.py",
-        "routes/voice.py",
-        "services/adds_store.py",
-        "services/arrival.py",
-        "services/backups.py",
-        "services/birth.py",
-        "services/bootstrap.py",
-        "services/cursors.py",
-        "services/directory.py",
-        "services/elevation.py",
-        "services/identity_keys.py",
-        "services/provider.py",
-        "services/pulse.py",
-        "services/recovery.py",
-        "services/runtimes/events.py",
-        "services/runtimes/provisioning.py",
-        "services/wake.py",
-        "services/wake_cache.py",
-        "services/wake_metadata.py",
-        "services/wake_render.py",
-        "tutor.py",
-    }
-)
 
 
 def _is_bare_mapping(node: ast.AST) -> bool:
@@ -126,22 +74,12 @@ def _modules() -> dict[str, list[str]]:
 
 
 def test_no_signature_carries_a_bare_mapping() -> None:
-    offenders = {
-        module: found
-        for module, found in _modules().items()
-        if found and module not in NOT_YET_TYPED
-    }
+    offenders = {module: found for module, found in _modules().items() if found}
     assert not offenders, (
         f"{sum(map(len, offenders.values()))} signatures in {len(offenders)} modules say a bare "
         "dict[str, Any]: a row is a dataclass of hearth.server.db.rows, JSON is JsonObject: "
         f"{offenders}"
     )
-
-
-def test_the_allow_list_only_shrinks() -> None:
-    modules = _modules()
-    cleaned = sorted(module for module in NOT_YET_TYPED if not modules.get(module))
-    assert not cleaned, f"no bare dict[str, Any] left; take them off NOT_YET_TYPED: {cleaned}"
 
 
 def test_the_walk_finds_a_bare_mapping(tmp_path: Path) -> None:

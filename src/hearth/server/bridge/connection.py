@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import structlog
 from starlette.requests import HTTPConnection
@@ -39,6 +38,7 @@ from ..db.engine import Database, utcnow
 from ..db.rows import RuntimeRow
 from ..errors import ApiError
 from ..events import Change, EventBus
+from ..json_types import JsonObject
 from ..observability import Metrics
 from ..services.times import iso
 from . import keys, store
@@ -80,7 +80,7 @@ def control_token_of(websocket: HTTPConnection) -> tuple[str | None, str | None]
     return None, subprotocol
 
 
-async def _receive_json(websocket: WebSocket) -> dict[str, Any] | None:
+async def _receive_json(websocket: WebSocket) -> JsonObject | None:
     """The next JSON object frame; None when the peer disconnected. A frame that is not a JSON
     object is answered with {} so that the caller refuses it as malformed."""
     message = await websocket.receive()
@@ -218,7 +218,7 @@ async def serve(
         await _close(websocket, CLOSE_GONE, exc.error)
         return
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: JsonObject) -> None:
         await websocket.send_json(message)
         metrics.bridge_messages.labels("to_bridge").inc()
 

@@ -17,7 +17,7 @@ Failures are :class:`CustodyError` with a short reason that never carries key ma
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy import Connection, select
 
@@ -31,6 +31,7 @@ from ..bridge import keys as bridge_keys
 from ..bridge.hub import BridgeError, BridgeHub
 from ..db.rows import RuntimeRow, ThoughtRow
 from ..db.tables import identity_keys
+from ..json_types import JsonObject
 from ..services import identity_keys as identity_key_service
 from ..services import runtimes as runtime_service
 
@@ -83,7 +84,7 @@ class TrustedCustody:
             ) from None
         return cls(runtime.id, key, trusted_k_master(key.private_bytes_raw(), runtime.id))
 
-    def register(self, conn: Connection, identity_id: str) -> dict[str, Any]:
+    def register(self, conn: Connection, identity_id: str) -> JsonObject:
         """Register the signing key among the identity's keys (idempotent)."""
         public = b64_encode(self.signing_key.public_key().public_bytes_raw())
         return identity_key_service.register_runtime_key(

@@ -8,7 +8,6 @@ that can refuse runs before anything is written, and the writes are one transact
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from sqlalchemy import Connection
 
@@ -27,6 +26,7 @@ from hearth.proofs.keys import x25519_problem
 from ..db.engine import Database
 from ..db.rows import IdentityRow, WalletRow
 from ..errors import ApiError, unauthorized
+from ..json_types import JsonObject
 from ..limiter import Limiter
 from ..models import RegisterAgentRequest, Registrar
 from ..observability import Metrics
@@ -168,7 +168,7 @@ async def register(
     settings: Settings,
     limiter: Limiter,
     metrics: Metrics,
-) -> dict[str, Any]:
+) -> JsonObject:
     """A new identity and its project from ``body``, for a caller at address ``ip`` (whose
     attempts ``limiter`` counts)."""
     mode = REGISTRAR if body.registrar and body.registrar.bearer else SELF_SERVICE
@@ -241,7 +241,7 @@ async def register(
     )
     metrics.registrations.labels(mode).inc()
     project_id = identity.project_id
-    response: dict[str, Any] = {
+    response: JsonObject = {
         "project": {"id": project_id, "api_key": issued.secret, "key_id": issued.id},
         "agent": {"id": identity.id, "did": identity.did, "display_name": identity.name},
         "authority": identities.authority_view(identity),

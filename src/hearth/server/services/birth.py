@@ -7,7 +7,6 @@ the arrival still commits. The birth memory is part of the arrival itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from sqlalchemy import Connection
@@ -21,6 +20,7 @@ from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.rows import IdentityRow, WalletRow
 from ..db.tables import memories, projects
+from ..json_types import JsonObject
 from . import identities, keys, wallets
 from .wallets import wallet_view
 
@@ -51,7 +51,7 @@ class Arrived:
     wallet: WalletRow | None
 
 
-def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> dict[str, Any]:
+def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> JsonObject:
     """The specification's birth response (the shape of POST /v1/bootstrap)."""
     identity = arrived.identity
     return {

@@ -120,7 +120,7 @@ def after(table: Any, cursor: str | None) -> Any:
     )
 
 
-def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], str | None]:
+def page_of(rows: list[RowMapping], limit: int) -> tuple[list[RowMapping], str | None]:
     """The first ``limit`` of ``limit + 1`` rows fetched, and the cursor when there are more."""
     if len(rows) <= limit:
         return rows, None
@@ -129,11 +129,6 @@ def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]
 
 
 T = TypeVar("T")
-
-
-def untyped(row: RowMapping) -> dict[str, Any]:
-    """A row as a plain mapping: the ``build`` of a listing whose table has no row class yet."""
-    return dict(row)
 
 
 def _page(

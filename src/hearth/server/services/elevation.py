@@ -30,6 +30,7 @@ from ..db.engine import Database, epoch_ms, utcnow
 from ..db.rows import IdentityRow, LedgerRow
 from ..db.tables import identities, ledger
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models_elevation import SponsorStatement
 from . import attestations, chronicle, vault, wallets
 from . import identities as identity_service
@@ -69,7 +70,7 @@ class ElevationFailed(ApiError):
         )
         self.request_id = request_id
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JsonObject:
         return {**super().body(), "request_id": self.request_id}
 
 
@@ -81,7 +82,7 @@ async def elevate(
     *,
     request_id: str,
     master_key: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The whole elevation of ``grant.identity`` (found in the caller's project, its root proof
     verified but not yet claimed): check, claim, orchestrate. ``master_key`` wraps the vault
     namespace's key when set."""
@@ -94,7 +95,7 @@ async def elevate(
     await db.transaction(claim, grant)
     next_sequence = grant.identity.next_sequence if grant.sequence is not None else None
     try:
-        result: dict[str, Any] = await db.transaction(
+        result: JsonObject = await db.transaction(
             orchestrate,
             project_id,
             identity,
@@ -195,7 +196,7 @@ def orchestrate(
     statement: SponsorStatement,
     *,
     master_key: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The elevation, all in the caller's one transaction: the level first (a conditional
     UPDATE, so of two elevations at once exactly one goes on), then the attestation, the seed
     grant, the vault namespace and the chronicle entry."""
@@ -265,10 +266,10 @@ def _vault_namespace(
     conn: Connection,
     project_id: str,
     identity: IdentityRow,
-    config: dict[str, Any],
+    config: JsonObject,
     *,
     master_key: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """``<agent_id>:config``, the name of the specification's manual fallback. The namespace
     exists once a name in it is written; a config the project already wrote is kept as it is
     (it may hold the project's own values), and the namespace then already exists."""

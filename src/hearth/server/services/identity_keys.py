@@ -13,9 +13,10 @@ key of a ``trusted`` runtime.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hearth.proofs import b64_decode
@@ -26,6 +27,7 @@ from ..db.ids import new_id
 from ..db.rows import IdentityRow, RuntimeRow
 from ..db.tables import identities, identity_keys, runtimes
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from .authority import RootGrant
 from .public_keys import checked_ed25519
 from .times import iso
@@ -55,7 +57,8 @@ _REVOKE = (
 _RUNTIME = select(runtimes).where(runtimes.c.id == bindparam("id"))
 
 
-def view(row: dict[str, Any]) -> dict[str, Any]:
+def view(row: RowMapping | Mapping[str, Any]) -> JsonObject:
+    """A registered key's answer, from its row (or the values just inserted)."""
     return {
         "identity_id": row["identity_id"],
         "kid": row["kid"],
@@ -68,7 +71,7 @@ def view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def root_view(identity: IdentityRow) -> dict[str, Any]:
+def root_view(identity: IdentityRow) -> JsonObject:
     """The root key as a list entry: kid ``primary``, never revoked (it is immutable)."""
     return {
         "identity_id": identity.id,
@@ -123,7 +126,7 @@ def _insert(
     public_key: str,
     purpose: str,
     runtime_id: str | None,
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
     row = {
         "id": new_id(),
         "identity_id": identity_id,
@@ -162,7 +165,7 @@ def register(
     public_key: str,
     purpose: str,
     runtime_id: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Register a key for the grant's identity (the root proof's sequence is consumed with it)."""
     identity = grant.identity
     if kid == PRIMARY_KID:
@@ -201,7 +204,7 @@ def register(
 
 def register_runtime_key(
     conn: Connection, identity_id: str, runtime_id: str, public_key_b64: str, kid: str
-) -> dict[str, Any]:
+) -> JsonObject:
     """The hosted orchestrator registers a ``trusted`` runtime's own signing key, without a
     root proof.
 
@@ -244,7 +247,7 @@ def register_runtime_key(
     )
 
 
-def revoke(conn: Connection, grant: RootGrant, kid: str) -> dict[str, Any]:
+def revoke(conn: Connection, grant: RootGrant, kid: str) -> JsonObject:
     """Revoke a registered key (the root key cannot be). Revoking a revoked key answers it as
     it is; the proof's sequence is consumed either way."""
     identity = grant.identity
@@ -262,13 +265,13 @@ def revoke(conn: Connection, grant: RootGrant, kid: str) -> dict[str, Any]:
     now = utcnow()
     conn.execute(_REVOKE, {"identity": identity.id, "label": kid, "now": now})
     row = conn.execute(_BY_KID, {"identity": identity.id, "kid": kid}).one()
-    return view(dict(row._mapping))
+    return view(row._mapping)
 
 
-def listing(conn: Connection, identity: IdentityRow) -> list[dict[str, Any]]:
+def listing(conn: Connection, identity: IdentityRow) -> list[JsonObject]:
     """The root key first (when the identity has one), then registered keys, oldest first."""
     items = [root_view(identity)] if identity.root_public_key else []
-    items.extend(view(dict(r._mapping)) for r in conn.execute(_ALL, {"identity": identity.id}))
+    items.extend(view(r._mapping) for r in conn.execute(_ALL, {"identity": identity.id}))
     return items
 
 

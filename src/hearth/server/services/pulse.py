@@ -20,13 +20,13 @@ once per tier, the chronicle by ``(identity_id, created_at)``, the identity's ru
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
 
 from ..db.engine import utcnow
 from ..db.rows import IdentityRow
 from ..db.tables import chronicle, ledger, memories, runtimes, thoughts, wallets
+from ..json_types import JsonObject
 from ..memory_tiers import TIERS
 from .times import iso
 
@@ -52,7 +52,7 @@ def state_for(last: datetime | None, now: datetime) -> str:
     return "resting"
 
 
-def pulse(conn: Connection, identity: IdentityRow, now: datetime | None = None) -> dict[str, Any]:
+def pulse(conn: Connection, identity: IdentityRow, now: datetime | None = None) -> JsonObject:
     now = now or utcnow()
     since = now - WINDOW
     ident = {"identity": identity.id, "since": since}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Connection, select
 
 from hearth.proofs import (
@@ -18,6 +16,7 @@ from ..db.engine import Database
 from ..db.rows import IdentityRow
 from ..db.tables import identities
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models import DiscoveryRequest, RecoverRequest
 from . import authority, keys
 from .freshness import require_fresh
@@ -31,7 +30,7 @@ def _key(text: str, what: str) -> bytes:
         raise ApiError(422, "invalid_public_key", str(exc)) from None
 
 
-async def discover(db: Database, body: DiscoveryRequest, *, freshness_ms: int) -> dict[str, Any]:
+async def discover(db: Database, body: DiscoveryRequest, *, freshness_ms: int) -> JsonObject:
     key = _key(body.pubkey, "pubkey")
     require_fresh(
         body.timestamp,
@@ -61,7 +60,7 @@ _REFUSED = "Recovery refused: the DID, derived_pubkey and signature do not prove
 
 async def recover(
     db: Database, body: RecoverRequest, signed: authority.SignedRequest, *, freshness_ms: int
-) -> dict[str, Any]:
+) -> JsonObject:
     """A new project key for a rooted identity, on a recovery signature and then (the second
     request, after a 428) the root's exact-request proof of ``signed``."""
     key = _key(body.derived_pubkey, "derived_pubkey")

@@ -34,6 +34,7 @@ from ..db.tables import (
     vault_secrets,
     wallets,
 )
+from ..json_types import JsonObject
 from . import memories as memory_service
 from . import wake_counts, wake_metadata
 from .identities import expression_view, find
@@ -112,7 +113,7 @@ class _Build:
 
 def build(
     conn: Connection, project_id: str, identity_id: str | None, *, now: datetime | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """The wake document of the project, focused on ``identity_id`` when given.
 
     ``identity_id`` must name an identity of this project (any other value is a 404, the same
@@ -130,12 +131,12 @@ def build_sections(
     *,
     now: datetime,
     kept: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The sections of the wake not in ``kept`` (sections of an earlier build that no change
     since touched; they must hold the scope, ``identities``, or be empty)."""
     kept = kept or {}
     scope = kept.get(SCOPE)
-    built: dict[str, Any] = {}
+    built: JsonObject = {}
     if scope is None:
         scope = built[SCOPE] = _scope(conn, project_id, identity_id)
     work = _Build(conn, project_id, scope, now)
@@ -145,7 +146,7 @@ def build_sections(
     return built
 
 
-def assemble(project_id: str, sections: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+def assemble(project_id: str, sections: Mapping[str, Any], now: datetime) -> JsonObject:
     """The document from its sections (``build_sections`` and those kept)."""
     scope: Scope = sections[SCOPE]
     focus_id = scope.focus_id
@@ -203,12 +204,12 @@ def _focus(
     return Focus(None, "project")
 
 
-def _agents(work: _Build) -> list[dict[str, Any]]:
+def _agents(work: _Build) -> list[JsonObject]:
     focus_id = work.scope.focus_id
     return [_agent(work.conn, row, focus_id) for row in work.scope.agents]
 
 
-def _agent(conn: Connection, row: IdentityRow, focus_id: str | None) -> dict[str, Any]:
+def _agent(conn: Connection, row: IdentityRow, focus_id: str | None) -> JsonObject:
     shaped = memory_service.shaping(conn, row)
     shaped_by = shaped["shaped_by"]
     return {
@@ -230,12 +231,12 @@ def _agent(conn: Connection, row: IdentityRow, focus_id: str | None) -> dict[str
     }
 
 
-def _greeted(work: _Build) -> dict[str, Any]:
+def _greeted(work: _Build) -> JsonObject:
     """Who has reached out to the identities in scope: senders of pending inbox messages and
     attesters of attestations received, one entry per (sender, identity), newest first.
     Message bodies are not shown: they are untrusted text and the wake is read into prompts."""
     conn, scope_ids = work.conn, work.scope.ids
-    greeted: list[dict[str, Any]] = []
+    greeted: list[JsonObject] = []
     pending = 0
     if scope_ids:
         for row in conn.execute(_PENDING_BY_SENDER, {"ids": scope_ids}):
@@ -263,7 +264,7 @@ def _greeted(work: _Build) -> dict[str, Any]:
     return {"agents": greeted[:GREETED_LIMIT], "senders": len(greeted), "pending_inbox": pending}
 
 
-def _runtimes(work: _Build) -> dict[str, Any]:
+def _runtimes(work: _Build) -> JsonObject:
     conn, project_id, now = work.conn, work.project_id, work.now
     rows = conn.execute(_RUNTIMES, {"project": project_id, "limit": RUNTIME_LIMIT}).all()
     count = len(rows)
@@ -303,7 +304,7 @@ def _runtimes(work: _Build) -> dict[str, Any]:
     return {"runtimes": entries, "count": count}
 
 
-def _owned(work: _Build) -> dict[str, Any]:
+def _owned(work: _Build) -> JsonObject:
     conn, project_id, counts = work.conn, work.project_id, work.counts
     params = {"project": project_id}
     wallet_rows = conn.execute(_WALLETS, params).all()
@@ -336,7 +337,7 @@ def _owned(work: _Build) -> dict[str, Any]:
     }
 
 
-def _kept(work: _Build) -> dict[str, Any]:
+def _kept(work: _Build) -> JsonObject:
     """Names and counts only: a vault value or a backup blob never enters the wake."""
     conn, project_id, scope_ids = work.conn, work.project_id, work.scope.ids
     params = {"project": project_id}
@@ -357,7 +358,7 @@ def _kept(work: _Build) -> dict[str, Any]:
     return {"vault": {"count": count, "names": names}, "key_backups": key_backups}
 
 
-def _remembered(work: _Build) -> dict[str, Any]:
+def _remembered(work: _Build) -> JsonObject:
     """With a focus: its selection plus the project-level memories, and their counts. Without
     one: the project-level selection, and the counts of the whole project."""
     conn, project_id, focus_id, now = work.conn, work.project_id, work.scope.focus_id, work.now
@@ -392,7 +393,7 @@ def _remembered(work: _Build) -> dict[str, Any]:
     }
 
 
-def _memory(view: dict[str, Any]) -> dict[str, Any]:
+def _memory(view: JsonObject) -> JsonObject:
     content: str = view["content"]
     return {
         "id": view["id"],
@@ -407,12 +408,12 @@ def _memory(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _bonds(work: _Build) -> dict[str, Any]:
+def _bonds(work: _Build) -> JsonObject:
     conn, project_id, scope, scope_ids = work.conn, work.project_id, work.scope.rows, work.scope.ids
-    received: dict[str, Any] = {"count": 0, "recent": []}
-    given: dict[str, Any] = {"count": 0, "recent": []}
-    parents: list[dict[str, Any]] = []
-    forks: list[dict[str, Any]] = []
+    received: JsonObject = {"count": 0, "recent": []}
+    given: JsonObject = {"count": 0, "recent": []}
+    parents: list[JsonObject] = []
+    forks: list[JsonObject] = []
     if scope_ids:
         ids = {"ids": scope_ids}
         received = {
@@ -462,7 +463,7 @@ def _bonds(work: _Build) -> dict[str, Any]:
     }
 
 
-def _attestation(row: Any) -> dict[str, Any]:
+def _attestation(row: Any) -> JsonObject:
     return {
         "id": row.id,
         "subject_identity_id": row.subject_identity_id,

@@ -102,7 +102,7 @@ def move(
                 "trigger": trigger,
             },
         )
-    details: dict[str, Any] = {"from": seen, "to": step.target, "trigger": trigger}
+    details: JsonObject = {"from": seen, "to": step.target, "trigger": trigger}
     if detail:
         details["last_error" if trigger == "crash" else "detail"] = detail
     append_event(conn, runtime_id, step.event, details)

@@ -14,7 +14,6 @@ PATCH may make (``update_runtime``).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import Connection, insert, update
@@ -29,6 +28,7 @@ from ...db.ids import new_id
 from ...db.rows import RuntimeRow
 from ...db.tables import runtimes
 from ...errors import ApiError
+from ...json_types import JsonObject
 from .. import identities
 from ..public_keys import checked_ed25519
 from .events import append_event
@@ -40,7 +40,7 @@ __all__ = ["HOSTED_PROVIDERS", "create", "update_runtime"]
 HOSTED_PROVIDERS = ("anthropic", "openai")
 
 
-def _check_llm(mode: CustodyMode, llm: dict[str, Any] | None) -> None:
+def _check_llm(mode: CustodyMode, llm: JsonObject | None) -> None:
     if mode not in HOSTED_MODES:
         return
     if llm is None:
@@ -87,7 +87,7 @@ def _check_advertised_url(url: str | None) -> None:
         )
 
 
-def _check_bridge(bridge: dict[str, Any]) -> dict[str, Any]:
+def _check_bridge(bridge: JsonObject) -> JsonObject:
     checked_ed25519(bridge["pubkey"], "bridge.pubkey")
     key_id = canonical_uuid(bridge["key_id"])
     if key_id is None:
@@ -122,8 +122,8 @@ _INSERT = insert(runtimes)
 
 
 def create(
-    conn: Connection, project_id: str, body: dict[str, Any], *, kms_master_key: str | None
-) -> dict[str, Any]:
+    conn: Connection, project_id: str, body: JsonObject, *, kms_master_key: str | None
+) -> JsonObject:
     """Provision a runtime (status ``provisioned``, event ``provisioned``). Returns its view,
     with ``control_token`` for a bridged runtime: the one time it is ever answered."""
     mode: CustodyMode = body["mode"]
@@ -202,8 +202,8 @@ def create(
 
 
 def update_runtime(
-    conn: Connection, project_id: str, runtime_id: str, patch: dict[str, Any]
-) -> dict[str, Any]:
+    conn: Connection, project_id: str, runtime_id: str, patch: JsonObject
+) -> JsonObject:
     """Apply a PATCH (only the fields sent; see models_runtimes.RuntimePatch)."""
     runtime = find(conn, project_id, runtime_id)
     if patch.get("mode") is not None and patch["mode"] != runtime.mode:
@@ -217,7 +217,7 @@ def update_runtime(
             raise immutable_field("identity_id", runtime.identity_id, requested)
     if runtime.deleted_at is not None:
         raise runtime_deleted(runtime, "changed")
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
     if patch.get("name") is not None:
         values["name"] = patch["name"]
     if patch.get("region") is not None:
