@@ -4,7 +4,8 @@
 A function signature under ``src/hearth/server`` never says a bare ``dict[str, Any]``: a row of a
 table is a frozen dataclass (``hearth.server.db.rows``), and a JSON payload (a response body, a
 document body, a JSON column) says ``JsonObject`` (``hearth.server.json_types``). So a bare
-mapping can no longer hide a row. Read from the source with ``ast``: nothing is imported or run.
+mapping can no longer hide a row. The signatures are read from the source with ``ast``; the row
+classes are held to their tables' columns.
 
 Every module is sorted (issue 16, "typed rows"): there is no allow-list. A mapping that is
 neither, such as an ASGI message or uvicorn's app state, gets a name of its own where it is used
@@ -14,10 +15,30 @@ neither, such as an ASGI message or uvicorn's app state, gets a name of its own 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Table
+
+from hearth.server.db import rows, tables
 
 SERVER = Path(__file__).resolve().parents[2] / "src" / "hearth" / "server"
+
+ROW_TABLES: dict[type[Any], Table] = {
+    rows.IdentityRow: tables.identities,
+    rows.MemoryRow: tables.memories,
+    rows.RuntimeRow: tables.runtimes,
+    rows.WalletRow: tables.wallets,
+    rows.LedgerRow: tables.ledger,
+    rows.StrandRow: tables.strands,
+    rows.ThoughtRow: tables.thoughts,
+    rows.TemplateRow: tables.templates,
+    rows.InboxMessageRow: tables.inbox_messages,
+    rows.AttestationRow: tables.attestations,
+    rows.ChronicleRow: tables.chronicle,
+}
 
 
 def _is_bare_mapping(node: ast.AST) -> bool:
@@ -92,3 +113,20 @@ def test_the_walk_finds_a_bare_mapping(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert bare_mappings(source) == ["row:2"]
+
+
+def test_each_row_class_has_its_tables_columns() -> None:
+    """A row class's fields are its table's columns, in order, optional exactly where the
+    column is nullable (the types are read as written: ``str | None``)."""
+    defined = {
+        value
+        for value in vars(rows).values()
+        if isinstance(value, type) and value.__module__ == rows.__name__
+    }
+    assert defined == set(ROW_TABLES)
+    for row_class, table in ROW_TABLES.items():
+        fields = dataclasses.fields(row_class)
+        assert [f.name for f in fields] == [c.name for c in table.columns], row_class.__name__
+        for field, column in zip(fields, table.columns, strict=True):
+            optional = "None" in str(field.type).split(" | ")
+            assert optional == bool(column.nullable), f"{row_class.__name__}.{field.name}"
