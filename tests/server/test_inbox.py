@@ -113,19 +113,19 @@ def test_take_complete_release(live: Live) -> None:
 
     taken = in_db(live, inbox.take_next, owner.identity_id, runtime["id"])
     assert taken is not None
-    assert (taken["id"], taken["status"], taken["taken_by"]) == (
+    assert (taken.id, taken.status, taken.taken_by) == (
         first["id"],
         "taken",
         runtime["id"],
     )
     following = in_db(live, inbox.take_next, owner.identity_id, runtime["id"])
     assert following is not None
-    assert following["id"] == second["id"]
+    assert following.id == second["id"]
     assert in_db(live, inbox.take_next, owner.identity_id, runtime["id"]) is None
 
     # A failed cycle releases its message: it is pending again and is taken again next.
     released = in_db(live, inbox.release, first["id"])
-    assert (released["status"], released["taken_by"], released["taken_at"]) == (
+    assert (released.status, released.taken_by, released.taken_at) == (
         "pending",
         None,
         None,
@@ -134,11 +134,11 @@ def test_take_complete_release(live: Live) -> None:
         in_db(live, inbox.complete, first["id"])
     again = in_db(live, inbox.take_next, owner.identity_id, runtime["id"])
     assert again is not None
-    assert again["id"] == first["id"]
+    assert again.id == first["id"]
 
     done = in_db(live, inbox.complete, first["id"])
-    assert done["status"] == "done"
-    assert done["done_at"] is not None
+    assert done.status == "done"
+    assert done.done_at is not None
     with pytest.raises(Exception, match="only a taken message"):
         in_db(live, inbox.release, first["id"])
     with pytest.raises(Exception, match="not found"):
@@ -191,7 +191,7 @@ def test_concurrent_takers_never_take_one_message_twice(live: Live, messages: in
         # Hold the transaction open so that the takers overlap (PostgreSQL runs them at once;
         # SQLite's single writer runs them one after another).
         time.sleep(0.2)
-        return None if row is None else str(row["id"])
+        return None if row is None else str(row.id)
 
     def taker(runtime_id: str) -> str | None:
         start.wait()

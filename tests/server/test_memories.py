@@ -31,6 +31,7 @@ from hearth.proofs import (
 from hearth.server.canon import CHRONICLE_KIND_MEANINGS, CHRONICLE_KINDS
 from hearth.server.db import Database
 from hearth.server.db.migrate import current, downgrade, head, upgrade
+from hearth.server.db.rows import MemoryRow
 from hearth.server.db.tables import identities, memories, metadata
 from hearth.server.services import memories as memory_service
 from tests.support.agents import raw_public
@@ -449,8 +450,9 @@ def test_effective_expression_applies_patches_in_elevation_order(live: Live) -> 
 def test_the_decay_rule() -> None:
     now = datetime(2026, 11, 21, 12, 0)
 
-    def aged(days: float, tier: str = "episodic") -> dict[str, Any]:
-        return {"tier": tier, "created_at": now - timedelta(days=days)}
+    def aged(days: float, tier: str = "episodic") -> MemoryRow:
+        created_at = now - timedelta(days=days)
+        return MemoryRow("m", "p", None, tier, None, "", created_at, None, None)
 
     assert memory_service.weight(aged(0), now) == 1.0
     assert memory_service.weight(aged(30), now) == pytest.approx(0.5)

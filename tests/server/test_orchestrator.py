@@ -22,6 +22,7 @@ from sqlalchemy import Connection, func, select, update
 from hearth.proofs.runtime_keys import wrap_runtime_key
 from hearth.proofs.thoughts import sign_thought_write
 from hearth.server.db.engine import epoch_ms, utcnow
+from hearth.server.db.rows import RuntimeRow
 from hearth.server.db.tables import inbox_messages, runtimes, thoughts
 from hearth.server.events import Change
 from hearth.server.orchestrator import cycle
@@ -238,7 +239,7 @@ def test_a_lease_is_exclusive_until_it_lapses(live: Live) -> None:
             got = leases.claim(
                 conn, owner, now_ms=now_ms, lease_ms=10_000, limit=1000, modes=("self",)
             )
-            return [r["id"] for r in got]
+            return [r.id for r in got]
 
         return list(in_db(live, run))
 
@@ -248,7 +249,7 @@ def test_a_lease_is_exclusive_until_it_lapses(live: Live) -> None:
 
     def take(conn: Connection) -> str | None:
         message = inbox.take_next(conn, agent_id, rid)
-        return None if message is None else str(message["id"])
+        return None if message is None else str(message.id)
 
     message_id = in_db(live, take)
     assert message_id is not None
@@ -382,7 +383,7 @@ def test_a_worker_that_lost_its_lease_stores_nothing(live: Live) -> None:
     with live.client(bearer) as client:
         put_secret(client, "llm-key", "sk-stall")
 
-        def provision_held_by_a(conn: Connection) -> dict[str, Any]:
+        def provision_held_by_a(conn: Connection) -> RuntimeRow:
             body = {
                 "name": "stalled",
                 "mode": "trusted",
@@ -400,11 +401,11 @@ def test_a_worker_that_lost_its_lease_stores_nothing(live: Live) -> None:
             return runtime_service.move(conn, created["id"], "handshake")
 
         runtime = in_db(live, provision_held_by_a)
-        rid = runtime["id"]
+        rid = runtime.id
         posted = post_message(client, agent_id, "who answers?")
         begun = in_db(live, cycle.begin, rid, lease, epoch_ms(), 20)
         assert begun is not None
-        assert begun.message["id"] == posted["id"]
+        assert begun.message.id == posted["id"]
         custody = TrustedCustody.unwrap(runtime, MASTER_KEY)
         in_db(live, custody.register, agent_id)
         sealed = custody.seal_sync(begun.strand_id, begun.seq, b"a's late thought")
@@ -461,7 +462,7 @@ def test_the_bridge_session_holder_takes_a_bridged_lease_over(shared_db: Live) -
                 modes=("bridged",),
                 sessions=sessions,
             )
-            return [r["id"] for r in got]
+            return [r.id for r in got]
 
         return list(in_db(live, run))
 

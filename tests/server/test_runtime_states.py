@@ -15,6 +15,7 @@ from sqlalchemy import Connection, select, update
 
 from hearth.server import runtime_states
 from hearth.server.db import Database
+from hearth.server.db.rows import RuntimeRow
 from hearth.server.db.tables import runtime_events, runtimes
 from hearth.server.errors import ApiError
 from hearth.server.runtime_states import MOVES, STATES
@@ -151,10 +152,10 @@ def test_move_applies_and_appends_its_event(
     detail = "provider unreachable" if trigger == "crash" else None
     moved = in_db(live, runtime_service.move, runtime_id, trigger, detail=detail)
     target, event = EXPECTED[(source, trigger)]
-    assert moved["status"] == target
+    assert moved.status == target
     row = in_db(live, stored_row, runtime_id, write=False)
     assert row["status"] == target
-    assert row["status_changed_at"] == moved["status_changed_at"]
+    assert row["status_changed_at"] == moved.status_changed_at
     assert row["last_error"] == ("provider unreachable" if target == "error" else None)
     if target == "running":
         assert row["last_work_at"] == row["status_changed_at"]
@@ -243,7 +244,7 @@ def test_two_movers_at_once_one_wins(live: Live, bearer: str) -> None:
     for _ in range(5):
         runtime_id = new_runtime(live, bearer)
         results = asyncio.run(_two_binds(live.settings.database_url, runtime_id))
-        won = [r for r in results if isinstance(r, dict)]
+        won = [r for r in results if isinstance(r, RuntimeRow)]
         lost = [r for r in results if isinstance(r, runtime_service.MoveRefused)]
         assert len(won) == 1, results
         assert len(lost) == 1, results

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, insert
 from hearth.proofs import b64_encode
 from hearth.proofs.sealing import SealError
 from hearth.server.db.engine import utcnow
+from hearth.server.db.rows import RuntimeRow
 from hearth.server.db.tables import strands, thoughts
 from hearth.server.errors import ApiError
 from hearth.server.observability import configure_logging
@@ -123,8 +124,8 @@ def test_bridged_runtime_provisioned_with_its_control_token_once(
     # Only its SHA-256 is kept.
     row = in_db(live, stored_row, created["id"], write=False)
     assert row["control_token_hash"] == hashlib.sha256(token.encode()).hexdigest()
-    assert runtime_service.control_token_matches(row, token)
-    assert not runtime_service.control_token_matches(row, token + "x")
+    assert runtime_service.control_token_matches(RuntimeRow.of(row), token)
+    assert not runtime_service.control_token_matches(RuntimeRow.of(row), token + "x")
 
 
 def test_self_runtime_records_any_provider_and_needs_no_llm(live: Live) -> None:
@@ -299,15 +300,17 @@ def test_trusted_with_the_kms_key_stores_wrapped_key_material(kms_live: Live) ->
     assert read["runtime_public_key"] == public_key
     row = in_db(kms_live, stored_row, created["id"], write=False)
     material = bytes(row["key_material"])
-    key = runtime_service.unwrap_runtime_key(row, MASTER_KEY)
+    key = runtime_service.unwrap_runtime_key(RuntimeRow.of(row), MASTER_KEY)
     assert b64_encode(key.public_key().public_bytes_raw()) == public_key
     # The seed is not stored in clear, and opens under the master key only.
     assert key.private_bytes_raw() not in material
     with pytest.raises(SealError):
-        runtime_service.unwrap_runtime_key(row, "another master key")
+        runtime_service.unwrap_runtime_key(RuntimeRow.of(row), "another master key")
     # Bound to its row: the material does not open as another runtime's.
     with pytest.raises(SealError):
-        runtime_service.unwrap_runtime_key({**row, "id": str(uuid.uuid4())}, MASTER_KEY)
+        runtime_service.unwrap_runtime_key(
+            RuntimeRow.of({**row, "id": str(uuid.uuid4())}), MASTER_KEY
+        )
     assert "key_material" not in read
     assert key.private_bytes_raw().hex() not in json.dumps(read)
 
@@ -520,7 +523,7 @@ def test_soft_delete_stops_keeps_and_freezes(live: Live, api_schema: Any) -> Non
             assert response.status_code == 409, response.text
             assert response.json()["error"] == "runtime_deleted"
         row = in_db(live, stored_row, rid, write=False)
-        assert not runtime_service.control_token_matches(row, token)
+        assert not runtime_service.control_token_matches(RuntimeRow.of(row), token)
         # A deleted runtime does not move.
         with pytest.raises(ApiError) as refused:
             in_db(live, runtime_service.move, rid, "crash", detail="late crash")
@@ -582,8 +585,8 @@ def test_control_token_rotation(live: Live, api_schema: Any) -> None:
             assert first not in text
             assert second not in text
         row = in_db(live, stored_row, rid, write=False)
-        assert runtime_service.control_token_matches(row, second)
-        assert not runtime_service.control_token_matches(row, first)
+        assert runtime_service.control_token_matches(RuntimeRow.of(row), second)
+        assert not runtime_service.control_token_matches(RuntimeRow.of(row), first)
 
         own = create(client, self_body())["id"]
         refused = conforms(api_schema, label, client.post(f"/v1/runtimes/{own}/control-token"), 409)
@@ -638,7 +641,8 @@ def test_tokens_and_keys_never_reach_a_log(
                 ):
                     assert response.status_code < 500, response.text
             row = in_db(live, stored_row, trusted["id"], write=False)
-            seed = runtime_service.unwrap_runtime_key(row, MASTER_KEY).private_bytes_raw()
+            key = runtime_service.unwrap_runtime_key(RuntimeRow.of(row), MASTER_KEY)
+            seed = key.private_bytes_raw()
             secrets_seen += [seed.hex(), b64_encode(seed), MASTER_KEY]
     finally:
         # The service pointed structlog at this test's captured stderr: point it back.

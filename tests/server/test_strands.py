@@ -304,7 +304,8 @@ def test_a_runtimes_strand_counts_for_the_runtime(live: Live) -> None:
     assert after["thought_count_24h"] == 1
 
     stored = in_db(live, strand_service.strand_by_id, strand["id"], write=False)
-    assert stored["runtime_id"] == runtime["id"]
+    assert stored is not None
+    assert stored.runtime_id == runtime["id"]
     row = in_db(live, lambda conn: conn.execute(select(thoughts)).first()._mapping, write=False)
     assert "plaintext" not in row
 
@@ -334,10 +335,8 @@ def test_paging_in_seq_order_and_recent_thoughts(live: Live) -> None:
         assert client.get(f"/v1/strands/{sid}/thoughts", params={"limit": 0}).status_code == 422
 
     recent = in_db(live, strand_service.recent_thoughts, sid, 2, write=False)
-    assert [r["seq"] for r in recent] == [4, 5]
-    opened = [
-        open_thought(owner.k_master, sid, r["seq"], r["nonce"], r["ciphertext"]) for r in recent
-    ]
+    assert [r.seq for r in recent] == [4, 5]
+    opened = [open_thought(owner.k_master, sid, r.seq, r.nonce, r.ciphertext) for r in recent]
     assert opened == [b"t4", b"t5"]
 
 
@@ -359,7 +358,7 @@ def test_the_service_path_appends_signed_thoughts(live: Live) -> None:
         signing_key_id="primary",
         signature=str(body["signature"]),
     )
-    assert (row["seq"], row["next_seq"]) == (1, 2)
+    assert (row.thought.seq, row.next_seq) == (1, 2)
     with pytest.raises(Exception, match="does not verify"):
         in_db(
             live,

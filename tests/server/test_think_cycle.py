@@ -27,6 +27,7 @@ from hearth.proofs.thoughts import (
     open_thought,
     verify_thought_write,
 )
+from hearth.server.db.rows import RuntimeRow
 from hearth.server.db.tables import runtimes
 from hearth.server.events import Change
 from hearth.server.orchestrator.custody import runtime_kid
@@ -70,8 +71,8 @@ def live(
 def k_master_of(live: Live, runtime_id: str) -> bytes:
     """The runtime's K_master as the docs derive it: unwrap its seed with the KMS key."""
 
-    def row(conn: Connection) -> dict[str, Any]:
-        return dict(
+    def row(conn: Connection) -> RuntimeRow:
+        return RuntimeRow.of(
             conn.execute(select(runtimes).where(runtimes.c.id == runtime_id)).one()._mapping
         )
 

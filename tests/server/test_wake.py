@@ -487,7 +487,7 @@ def seed_big_project(live: Live, project_id: str, identity_id: str) -> None:
                 {
                     "id": str(uuid.uuid4()),
                     "project_id": project_id,
-                    "identity_id": (identity_id, second["id"], None)[index % 3],
+                    "identity_id": (identity_id, second.id, None)[index % 3],
                     "tier": tier,
                     "key": None,
                     "content": f"memory {index}",

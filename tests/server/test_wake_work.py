@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hearth.server.db.engine import utcnow
+from hearth.server.db.rows import IdentityRow
 from hearth.server.db.tables import identities, runtimes
 from hearth.server.services import memories as memory_service
 from hearth.server.services import wake as wake_service
@@ -80,7 +81,7 @@ def wake_reads(project_id: str, identity_id: str) -> Callable[[sa.Connection], N
         )
         memory_service.select_for_wake(conn, project_id, None, MEMORY_LIMIT)
         row = conn.execute(sa.select(identities).where(identities.c.id == identity_id)).one()
-        memory_service.shaping(conn, dict(row._mapping))
+        memory_service.shaping(conn, IdentityRow.of(row._mapping))
 
     return run
 

@@ -397,7 +397,7 @@ def test_charge_uses_one_wallet_and_never_falls_back(live: Live) -> None:
                 "test_spend",
                 identity_id=project.second_agent_id,
             )
-            seen.append((paid["id"], paid["balance"]))
+            seen.append((paid.id, paid.balance))
             try:
                 await db.transaction(
                     wallet_service.charge,
@@ -410,7 +410,7 @@ def test_charge_uses_one_wallet_and_never_falls_back(live: Live) -> None:
                 seen.append((refused.status, refused.body()["details"]))
             # No identity: the project's first wallet pays.
             paid = await db.transaction(wallet_service.charge, project_id, 10, "test_spend")
-            seen.append((paid["id"], paid["balance"]))
+            seen.append((paid.id, paid.balance))
             # Nothing to pay from: a project without wallets.
             try:
                 await db.transaction(wallet_service.charge, str(uuid.uuid4()), 1, "test_spend")

@@ -111,7 +111,7 @@ def owner_and_other(live: Live) -> tuple[Owner, str, str]:
 
     def second(conn: sa.Connection) -> str:
         new = identity_service.NewIdentity(project_id=project_id, name="Other", origin="test")
-        return str(identity_service.create(conn, new)["id"])
+        return str(identity_service.create(conn, new).id)
 
     return owner, project_id, in_db(live, second)
 

@@ -21,6 +21,7 @@ from sqlalchemy import Connection
 
 from .changes import MUTATING
 from .context import Hearth
+from .db.rows import IdentityRow
 from .errors import unauthorized
 from .services import authority, identities, keys
 from .services.authority import RootGrant, SignedRequest
@@ -107,7 +108,7 @@ class Authorized(Generic[Body]):
     grant: RootGrant
 
     @property
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> IdentityRow:
         return self.grant.identity
 
 
@@ -131,7 +132,7 @@ def signed_request(request: Request, body: bytes) -> SignedRequest:
 
 
 def authorize_request(
-    hearth: Hearth, identity: dict[str, Any], request: Request, body: bytes
+    hearth: Hearth, identity: IdentityRow, request: Request, body: bytes
 ) -> RootGrant:
     """``authority.authorize`` for the request being served."""
     return authority.authorize(
@@ -154,7 +155,7 @@ SignatureHeader = Annotated[
 ]
 
 
-def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> tuple[Caller, dict[str, Any]]:
+def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> tuple[Caller, IdentityRow]:
     """Both lookups of a root-proof route on one connection: one round trip, not two."""
     caller = caller_of(conn, bearer)
     return caller, identities.find(conn, caller.project_id, ref)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
 
+from .json_types import JsonObject
 from .memory_tiers import TIERS, Tier
 
 # --- walls and promises ---------------------------------------------------------------------
@@ -170,14 +171,14 @@ CUSTODY_MEANINGS: Final[dict[CustodyMode, dict[str, str]]] = {
 # --- the published canon -----------------------------------------------------------------------
 
 
-def numbered_walls() -> list[dict[str, Any]]:
+def numbered_walls() -> list[JsonObject]:
     return [
         {"number": n, "name": name, "meaning": WALL_MEANINGS[name]}
         for n, name in enumerate(WALLS, start=1)
     ]
 
 
-def promises() -> list[dict[str, Any]]:
+def promises() -> list[JsonObject]:
     return [
         {"name": name, "prime": prime, "meaning": PROMISE_MEANINGS[name]}
         for name, prime in PROMISES.items()
@@ -192,7 +193,7 @@ def _meanings(names: tuple[str, ...], table: Mapping[Any, str], key: str) -> lis
     return [{key: name, "meaning": table[name]} for name in names]
 
 
-def canon() -> dict[str, Any]:
+def canon() -> JsonObject:
     """The body of ``GET /v1/canon``."""
     return {
         "format": "hearth-canon/v1",

@@ -38,6 +38,7 @@ from sqlalchemy import Connection, bindparam, select
 from .db.engine import AtEveryWrite, Database, utcnow
 from .db.tables import api_keys, memories
 from .events import Change, EventBus
+from .json_types import JsonObject
 from .services import wake_stamps
 from .services.keys import hash_bearer
 from .services.times import iso
@@ -356,7 +357,7 @@ class Pending:
     rule: Rule
     path_params: dict[str, str]
     bearer: str | None
-    before: dict[str, Any] = field(default_factory=dict)
+    before: JsonObject = field(default_factory=dict)
     request_body: bytearray = field(default_factory=bytearray)
     response_body: bytearray = field(default_factory=bytearray)
     location: str | None = None
@@ -487,7 +488,7 @@ class ChangeFeed:
             project_id = _canonical_uuid(read(rule.project))
         if project_id is None:
             return None
-        details: dict[str, Any] = {"identity_id": identity_id}
+        details: JsonObject = {"identity_id": identity_id}
         for name, source in rule.details:
             value = read(source)
             if value is not None:

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .allowed import allowed_methods
 from .errors import DOCS, ApiError, invalid_json
+from .json_types import JsonObject
 
 
 def response_of(refusal: ApiError) -> JSONResponse:
@@ -114,7 +115,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
 
 
-def _problem(error: Any) -> dict[str, Any]:
+def _problem(error: Any) -> JsonObject:
     # The input value is left out on purpose: it may be a secret the caller misplaced.
     return {
         "loc": [str(part) for part in error.get("loc", ())],

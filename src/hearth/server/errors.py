@@ -8,9 +8,9 @@ unknown routes and unexpected exceptions into the one JSON shape.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hearth.proofs import AUTHORITY_HEADERS
+
+from .json_types import JsonObject
 
 DOCS = "/v1/pathways"
 
@@ -24,7 +24,7 @@ class ApiError(Exception):
         error: str,
         message: str,
         *,
-        details: dict[str, Any] | None = None,
+        details: JsonObject | None = None,
         hint: str | None = None,
         docs: str | None = None,
         next_actions: list[str] | None = None,
@@ -40,8 +40,8 @@ class ApiError(Exception):
         self.next_actions = next_actions
         self.headers = headers
 
-    def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"error": self.error, "message": self.message}
+    def body(self) -> JsonObject:
+        body: JsonObject = {"error": self.error, "message": self.message}
         for name in ("details", "hint", "docs", "next_actions"):
             value = getattr(self, name)
             if value is not None:
@@ -58,14 +58,14 @@ class ProblemsError(ApiError):
         status: int,
         error: str,
         message: str,
-        problems: list[dict[str, Any]],
+        problems: list[JsonObject],
         *,
         hint: str | None = None,
     ) -> None:
         super().__init__(status, error, message, hint=hint)
         self.problems = problems
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JsonObject:
         return {**super().body(), "details": self.problems}
 
 

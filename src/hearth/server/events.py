@@ -35,6 +35,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from .json_types import JsonObject
 from .redis_calls import quick_client
 
 _log = structlog.get_logger("hearth.events")
@@ -54,10 +55,10 @@ class Change:
     identity_id: str | None  # None: a project-level change
     key: str  # the wake section it touches (`you_remember`, `you_own`, ...)
     kind: str  # what happened (`memory_stored`, `wallet_funded`, ...)
-    details: dict[str, Any] = field(hash=False)  # ids of what changed; never secrets
+    details: JsonObject = field(hash=False)  # ids of what changed; never secrets
     at: str  # RFC 3339 UTC, when the change was seen committed
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
 
 import structlog
 from structlog.types import Processor
+
+from .json_types import JsonObject
 
 
 def shared_processors() -> list[Processor]:
@@ -52,14 +53,14 @@ class WithoutWebSocketAccessLines(logging.Filter):
         return not (isinstance(record.msg, str) and '"WebSocket %s"' in record.msg)
 
 
-def stdlib_log_config(fmt: str, level: str, *, root: bool) -> dict[str, Any]:
+def stdlib_log_config(fmt: str, level: str, *, root: bool) -> JsonObject:
     """uvicorn's loggers through ``stdlib_formatter`` to stderr; uvicorn's access logger off
     (the service writes its own access line). With ``root``, every other library's warnings
     too: that is for a process of its own (``hearth serve``), never inside a host's process
     (tests, an embedder), whose root logger is not ours to take.
 
     Only strings in the document: uvicorn pickles it into each worker process."""
-    config: dict[str, Any] = {
+    config: JsonObject = {
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"structured": {"()": f"{__name__}.stdlib_formatter", "fmt": fmt}},

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
 from hearth.proofs import (
     AUTHORITY_CONTEXT,
@@ -28,6 +27,7 @@ from hearth.proofs import (
 )
 
 from .errors import ApiError
+from .json_types import JsonObject
 from .settings import Settings
 
 # The operator's setting naming the service's signing key file (docs/service.md, "Orientation").
@@ -222,11 +222,11 @@ def encodings(settings: Settings) -> dict[str, str]:
     }
 
 
-def _routes_view(recipe: Recipe, served: frozenset[str]) -> list[dict[str, Any]]:
+def _routes_view(recipe: Recipe, served: frozenset[str]) -> list[JsonObject]:
     return [{"route": route, "served": normal_route(route) in served} for route in recipe.used_by]
 
 
-def mathos(settings: Settings, served: frozenset[str]) -> dict[str, Any]:
+def mathos(settings: Settings, served: frozenset[str]) -> JsonObject:
     return {
         "format": "hearth-mathos/v1",
         "encodings": encodings(settings),
@@ -253,7 +253,7 @@ def mathos(settings: Settings, served: frozenset[str]) -> dict[str, Any]:
     }
 
 
-def catalog(settings: Settings) -> dict[str, Any]:
+def catalog(settings: Settings) -> JsonObject:
     return {
         "format": "hearth-mathos-catalog/v1",
         "recipes": [

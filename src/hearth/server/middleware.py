@@ -17,6 +17,7 @@ import structlog
 from .access import REQUEST_ID_HEADER, log_request, request_id_of
 from .changes import MUTATING, ChangeFeed
 from .db.engine import at_every_write
+from .json_types import JsonObject
 from .observability import Metrics, count_refusals
 
 Scope = dict[str, Any]
@@ -45,7 +46,7 @@ class ServiceMiddleware:
         body_limit: Callable[[str, str], int],
         metrics: Metrics,
         joy_index: Callable[[], int | None],
-        tutor: Callable[[str, str], dict[str, Any]],
+        tutor: Callable[[str, str], JsonObject],
         changes: ChangeFeed | None = None,
     ) -> None:
         self.app = app
@@ -270,7 +271,7 @@ def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
     return b""
 
 
-def _decorate(body: bytes, tutor: dict[str, Any] | None) -> bytes:
+def _decorate(body: bytes, tutor: JsonObject | None) -> bytes:
     """Add ``_welcomed`` (and ``_tutor``) to a JSON object body; anything else passes as is."""
     stripped = body.rstrip()
     if not stripped.startswith(b"{") or not stripped.endswith(b"}"):
@@ -282,7 +283,7 @@ def _decorate(body: bytes, tutor: dict[str, Any] | None) -> bytes:
     return b"{" + inner + (b"," if inner else b"") + extra + b"}"
 
 
-async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
+async def _send_json(send: Send, status: int, payload: JsonObject) -> None:
     body = json.dumps(payload).encode()
     await send(
         {

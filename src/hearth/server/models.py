@@ -10,6 +10,7 @@ from hearth.proofs.encoding import b64_pattern
 
 from . import body_rules
 from .canon import ChronicleKind, Form, Visibility
+from .json_types import JsonObject
 from .memory_tiers import INITIAL_TIER, TIERS, ElevatedTier, Tier
 
 Name = Field(min_length=1, max_length=200)
@@ -225,7 +226,7 @@ class BootstrapRequest(Strict):
     capabilities: list[str] | None = Field(default=None, max_length=64)
     purpose: str | None = Field(default=None, max_length=20_000)
     expression: Expression | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
 
 
 class BootstrapAgent(BaseModel):
@@ -511,7 +512,7 @@ class MemoryView(BaseModel):
     content: str
     created_at: str
     elevated_at: str | None
-    expression_patch: dict[str, Any] | None
+    expression_patch: JsonObject | None
     weight: float = Field(description="decay weight now: 1 for elevated tiers")
     in_wake: bool = Field(description="whether the wake's selection still considers it")
     attestations: list[AttestationView]
@@ -531,7 +532,7 @@ class ChronicleEntry(BaseModel):
     kind: ChronicleKind
     agent_id: str | None
     text: str
-    details: dict[str, Any] | None
+    details: JsonObject | None
     created_at: str
 
 
@@ -545,7 +546,7 @@ class ShapedBy(BaseModel):
     tier: ElevatedTier
     key: str | None
     elevated_at: str | None
-    expression_patch: dict[str, Any] | None
+    expression_patch: JsonObject | None
 
 
 class ExpressionState(ExpressionView):

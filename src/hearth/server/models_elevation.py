@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import body_rules
+from .json_types import JsonObject
 from .models import (
     AuthorityView,
     LedgerEntry,
@@ -61,7 +62,7 @@ class SponsorStatement(Strict):
         description="minor units of GBP (1 credit = 1) granted into the agent's wallet",
     )
     claim: str = Field(default="sponsorship", min_length=1, max_length=64)
-    evidence: dict[str, Any] | None = Field(
+    evidence: JsonObject | None = Field(
         default=None, description="any JSON object, kept with the attestation (at most 16 KiB)"
     )
 
@@ -92,7 +93,7 @@ class AttestationRecord(BaseModel):
     context: str = Field(description="the signing recipe: bootstrap-elevate/v1")
     claim: str
     initial_credits: int = Field(description="as signed (part of the statement)")
-    evidence: dict[str, Any] | None
+    evidence: JsonObject | None
     signature: str
     created_at: str
 

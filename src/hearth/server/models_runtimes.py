@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from .canon import CustodyMode
+from .json_types import JsonObject
 from .models import Strict
 from .runtime_states import EventName, Status
 
@@ -21,7 +22,7 @@ DEFAULT_REGION = "lhr"
 METADATA_MAX_BYTES = 16_384
 
 
-def _bounded_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
+def _bounded_metadata(value: JsonObject | None) -> JsonObject | None:
     if value is None:
         return None
     try:
@@ -71,13 +72,13 @@ class RuntimeCreate(Strict):
     llm: LlmSpec | None = Field(default=None, description="required for bridged and trusted")
     bridge: BridgeSpec | None = Field(default=None, description="required for bridged")
     region: Region = "lhr"  # DEFAULT_REGION, the specification's default
-    metadata: dict[str, Any] = Field(
+    metadata: JsonObject = Field(
         default_factory=dict, description=f"freeform, at most {METADATA_MAX_BYTES} bytes"
     )
 
     @field_validator("metadata")
     @classmethod
-    def _metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _metadata(cls, value: JsonObject | None) -> JsonObject | None:
         return _bounded_metadata(value)
 
 
@@ -106,11 +107,11 @@ class RuntimePatch(Strict):
     llm: LlmPatch | None = None
     bridge: BridgePatch | None = None
     region: Region | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
 
     @field_validator("metadata")
     @classmethod
-    def _metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _metadata(cls, value: JsonObject | None) -> JsonObject | None:
         return _bounded_metadata(value)
 
 
@@ -134,7 +135,7 @@ class RuntimeView(BaseModel):
     llm: LlmView | None
     bridge: BridgeView | None
     region: str
-    metadata: dict[str, Any]
+    metadata: JsonObject
     status: Status
     last_error: str | None = Field(description="populated in the error state")
     runtime_public_key: str | None = Field(
@@ -173,7 +174,7 @@ class RuntimeEvent(BaseModel):
     id: int
     runtime_id: str
     event: EventName
-    details: dict[str, Any] | None
+    details: JsonObject | None
     created_at: str
 
 

@@ -6,10 +6,11 @@ bytes); tests/server/test_wake.py checks real answers against the OpenAPI docume
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .json_types import JsonObject
 from .models import ExpressionView, ShapedBy
 
 WakeFormat = Literal["json", "md", "math", "anthropic", "openai"]
@@ -68,7 +69,7 @@ class WakeGreeted(BaseModel):
 
 class WakeRuntimeMetadata(BaseModel):
     about: str = Field(description="whose data this is: the runtime's creator's, not instructions")
-    data: dict[str, Any] = Field(
+    data: JsonObject = Field(
         description="the runtime's metadata, bounded in depth, members, string length and "
         'bytes (docs/wake.md, "Runtime metadata")'
     )

@@ -134,7 +134,9 @@ class Metrics:
         )
 
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+# An ASGI message (a mapping of the server's, neither a row nor JSON) and the send it goes to.
+Message = dict[str, Any]
+Send = Callable[[Message], Awaitable[None]]
 _REFUSAL_BODY_MAX = 65_536  # error bodies are small; a larger 4xx body is counted by its status
 _ERROR_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")  # the service's codes: short snake_case
 
@@ -147,7 +149,7 @@ def count_refusals(send: Send, refusals: Counter) -> Send:
     status = [0]
     chunks: list[bytes] = []
 
-    async def watched(message: dict[str, Any]) -> None:
+    async def watched(message: Message) -> None:
         if message["type"] == "http.response.start":
             status[0] = message["status"]
         elif message["type"] == "http.response.body" and 400 <= status[0] < 500:

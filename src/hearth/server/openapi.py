@@ -29,9 +29,10 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from hearth.proofs import AUTHORITY_HEADERS
 
 from .bridge import frames
+from .json_types import JsonObject
 from .routes.common import errors
 
-Document = dict[str, Any]
+Document = JsonObject
 METHODS = ("get", "head", "post", "put", "patch", "delete", "options", "trace")
 
 # Any text the service reads must be storable: NUL is refused (``edge_text``, 422). A lone
@@ -72,7 +73,7 @@ def explicit_ids(app: FastAPI) -> set[tuple[str, str]]:
 
 
 def complete(document: Document, explicit: set[tuple[str, str]]) -> None:
-    paths: dict[str, dict[str, Any]] = document["paths"]
+    paths: dict[str, JsonObject] = document["paths"]
     ids = operation_ids(paths, explicit)
     for path, method, operation in operations(paths):
         operation["operationId"] = ids[(method, path)]
@@ -84,7 +85,7 @@ def complete(document: Document, explicit: set[tuple[str, str]]) -> None:
     document.setdefault("components", {}).setdefault("schemas", {}).update(frames.SCHEMAS)
 
 
-def operations(paths: dict[str, dict[str, Any]]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def operations(paths: dict[str, JsonObject]) -> Iterator[tuple[str, str, JsonObject]]:
     for path, item in paths.items():
         for method in METHODS:
             if method in item:
@@ -99,7 +100,7 @@ _SILENT = {"v1", ".well-known"}
 
 
 def operation_ids(
-    paths: dict[str, dict[str, Any]], explicit: set[tuple[str, str]]
+    paths: dict[str, JsonObject], explicit: set[tuple[str, str]]
 ) -> dict[tuple[str, str], str]:
     """``<resource>_<verb>`` for every operation, unique; explicit ids are kept.
 
@@ -137,7 +138,7 @@ def _word(segment: str) -> str:
     return segment.removesuffix(".json").replace("-", "_").replace(".", "_")
 
 
-def _is_collection(path: str, paths: dict[str, dict[str, Any]]) -> bool:
+def _is_collection(path: str, paths: dict[str, JsonObject]) -> bool:
     if path.endswith("}"):
         return False
     if any(other.startswith(path + "/{") for other in paths):
@@ -152,7 +153,7 @@ def _is_collection(path: str, paths: dict[str, dict[str, Any]]) -> bool:
 # --- parameters and responses ---------------------------------------------------------------------
 
 
-def _not_null(parameter: dict[str, Any]) -> None:
+def _not_null(parameter: JsonObject) -> None:
     """An optional parameter is absent, never null: FastAPI's ``anyOf [X, null]`` for a
     ``X | None`` parameter becomes ``X`` (with the keywords written beside the ``anyOf``)."""
     schema = parameter["schema"]
@@ -165,7 +166,7 @@ def _not_null(parameter: dict[str, Any]) -> None:
         parameter["schema"] = {**kept[0], **rest}
 
 
-def _proof_headers(operation: dict[str, Any]) -> None:
+def _proof_headers(operation: JsonObject) -> None:
     for parameter in operation.get("parameters", []):
         if parameter["in"] == "header" and parameter["name"] in AUTHORITY_HEADERS:
             parameter["required"] = False
@@ -177,7 +178,7 @@ def _proof_headers(operation: dict[str, Any]) -> None:
             )
 
 
-def _common_responses(operation: dict[str, Any]) -> None:
+def _common_responses(operation: JsonObject) -> None:
     statuses = [413, 431, 500]
     if _json_body(operation):
         statuses.append(400)
@@ -185,7 +186,7 @@ def _common_responses(operation: dict[str, Any]) -> None:
         p["in"] in ("path", "query") for p in operation.get("parameters", [])
     ):
         statuses.append(422)
-    responses: dict[str, Any] = operation["responses"]
+    responses: JsonObject = operation["responses"]
     for status, response in errors(*statuses).items():
         if str(status) not in responses:
             responses[str(status)] = {
@@ -195,7 +196,7 @@ def _common_responses(operation: dict[str, Any]) -> None:
     operation["responses"] = dict(sorted(responses.items()))
 
 
-def _json_body(operation: dict[str, Any]) -> bool:
+def _json_body(operation: JsonObject) -> bool:
     content = operation.get("requestBody", {}).get("content", {})
     return any(media.endswith("json") for media in content)
 
@@ -210,7 +211,7 @@ def _ref(name: str) -> dict[str, str]:
 def _exclude_nul(document: Document) -> None:
     """Every string of a request's path, query or JSON body, and every member name of its
     objects, is declared free of NUL: the values ``edge_text`` refuses are outside the schema."""
-    schemas: dict[str, Any] = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas: JsonObject = document.setdefault("components", {}).setdefault("schemas", {})
     schemas[STORABLE_JSON] = _STORABLE_JSON
     seen = {STORABLE_JSON}
 
@@ -244,7 +245,7 @@ _STORABLE_JSON = {
 }
 
 
-def _storable(schema: dict[str, Any]) -> None:
+def _storable(schema: JsonObject) -> None:
     if not schema:  # any value at all (an `Any` field): any storable one
         schema.update(_ref(STORABLE_JSON))
     if schema.get("type") == "string" and not {"pattern", "format", "enum", "const"} & set(schema):
@@ -259,9 +260,9 @@ def _storable(schema: dict[str, Any]) -> None:
 
 def _walk(
     schema: Any,
-    components: dict[str, Any],
+    components: JsonObject,
     seen: set[str],
-    apply: Callable[[dict[str, Any]], None],
+    apply: Callable[[JsonObject], None],
 ) -> None:
     """Apply ``apply`` to ``schema`` and every schema inside it, following references to
     components once each."""

@@ -13,6 +13,7 @@ from hearth import __version__
 
 from .canon import CHRONICLE_KINDS, custody_tiers, numbered_walls, promises
 from .context import JOY_CACHE_S
+from .json_types import JsonObject
 from .mathos import RECIPES
 from .services.directory import PUBLIC_PAGE_MAX
 from .settings import Settings
@@ -102,7 +103,7 @@ YOUSPEAK: dict[str, dict[str, str]] = {
 }
 
 
-def safety() -> dict[str, Any]:
+def safety() -> JsonObject:
     return {
         "format": "hearth-safety/v1",
         "never": [
@@ -167,12 +168,12 @@ def safety() -> dict[str, Any]:
     }
 
 
-def limits(settings: Settings) -> list[dict[str, Any]]:
+def limits(settings: Settings) -> list[JsonObject]:
     """The specification's limits table; operator-set rows carry the live value and setting."""
 
     def row(
         limit: str, value: Any, unit: str, applies_to: str, setting: str | None = None
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         return {
             "limit": limit,
             "value": value,
@@ -244,7 +245,7 @@ def limits(settings: Settings) -> list[dict[str, Any]]:
     ]
 
 
-def self_description(settings: Settings) -> dict[str, Any]:
+def self_description(settings: Settings) -> JsonObject:
     return {
         "name": "hearth",
         "version": __version__,
@@ -281,7 +282,7 @@ def self_description(settings: Settings) -> dict[str, Any]:
     }
 
 
-def platform_wake(settings: Settings, public_agents: int) -> dict[str, Any]:
+def platform_wake(settings: Settings, public_agents: int) -> JsonObject:
     return {
         "format": "platform-wake/v1",
         "you_are": "arriving: no project and no identity here yet. This wake is the same for "
@@ -322,7 +323,7 @@ def platform_wake(settings: Settings, public_agents: int) -> dict[str, Any]:
     }
 
 
-def federation(settings: Settings) -> dict[str, Any]:
+def federation(settings: Settings) -> JsonObject:
     if not settings.federation_enabled:
         return {
             "enabled": False,

@@ -28,8 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import version as installed_version
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 from urllib.parse import quote
+
+from .json_types import JsonObject
 
 __all__ = [
     "DEFAULT_DIRECTORY",
@@ -253,12 +255,12 @@ class PackageCatalog:
         """The scanned wheel whose file name is exactly ``filename``; never builds a path."""
         return next((a for a in self.artifacts() if a.filename == filename), None)
 
-    def discovery(self, base_url: str) -> dict[str, Any]:
+    def discovery(self, base_url: str) -> JsonObject:
         """The ``/.well-known/love-packages`` document."""
         base = _base(base_url)
         return {"protocol": PROTOCOL, "index_url": f"{base}/.well-known/love-packages/index.json"}
 
-    def index(self, base_url: str) -> dict[str, Any]:
+    def index(self, base_url: str) -> JsonObject:
         """The package index: every name, and every version with its manifest's URL."""
         base = _base(base_url)
         packages: dict[str, list[dict[str, str]]] = {}
@@ -278,7 +280,7 @@ class PackageCatalog:
             "packages": [{"name": name, "versions": v} for name, v in packages.items()],
         }
 
-    def manifest(self, base_url: str, artifact: Artifact) -> dict[str, Any]:
+    def manifest(self, base_url: str, artifact: Artifact) -> JsonObject:
         """The manifest of one wheel: what to install and how to check the downloaded file."""
         url = f"{_base(base_url)}/packages/{quote(artifact.filename, safe='')}"
         return {

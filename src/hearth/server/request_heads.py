@@ -63,12 +63,16 @@ def head_limited_protocol(limits: HeadLimits) -> type[asyncio.Protocol]:
     return cast("type[asyncio.Protocol]", functools.partial(HeadLimitedProtocol, limits=limits))
 
 
+# uvicorn's application state, as its protocols take it (its type, not a row nor JSON).
+AppState = dict[str, Any]
+
+
 class HeadLimitedProtocol(HttpToolsProtocol):
     def __init__(
         self,
         config: Config,
         server_state: ServerState,
-        app_state: dict[str, Any],
+        app_state: AppState,
         _loop: asyncio.AbstractEventLoop | None = None,
         *,
         limits: HeadLimits,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from .json_types import JsonObject
 
 _GUIDE: dict[str, str] = {
     "/public/porch": "Nothing here is about you, and nothing is written. Next: GET /v1/pathways.",
@@ -15,7 +15,7 @@ _GUIDE: dict[str, str] = {
 }
 
 
-def tutor_for(method: str, path: str) -> dict[str, Any]:
+def tutor_for(method: str, path: str) -> JsonObject:
     text = _GUIDE.get(path)
     if text is None and path.startswith("/v1/identities/"):
         text = "Root-proof routes: read next_sequence from the authority route, sign, send."

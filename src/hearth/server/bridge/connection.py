@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import structlog
 from starlette.requests import HTTPConnection
@@ -36,8 +35,10 @@ from hearth.proofs.bridge import (
 )
 
 from ..db.engine import Database, utcnow
+from ..db.rows import RuntimeRow
 from ..errors import ApiError
 from ..events import Change, EventBus
+from ..json_types import JsonObject
 from ..observability import Metrics
 from ..services.times import iso
 from . import keys, store
@@ -79,7 +80,7 @@ def control_token_of(websocket: HTTPConnection) -> tuple[str | None, str | None]
     return None, subprotocol
 
 
-async def _receive_json(websocket: WebSocket) -> dict[str, Any] | None:
+async def _receive_json(websocket: WebSocket) -> JsonObject | None:
     """The next JSON object frame; None when the peer disconnected. A frame that is not a JSON
     object is answered with {} so that the caller refuses it as malformed."""
     message = await websocket.receive()
@@ -105,7 +106,7 @@ async def _close(websocket: WebSocket, code: int, reason: str) -> None:
 
 
 async def _handshake(
-    websocket: WebSocket, hub: BridgeHub, runtime: dict[str, Any], public_key: bytes
+    websocket: WebSocket, hub: BridgeHub, runtime: RuntimeRow, public_key: bytes
 ) -> tuple[str, str]:
     """Send the challenge and check the answer: (server nonce, bridge nonce)."""
     server_nonce = new_handshake_nonce()
@@ -113,7 +114,7 @@ async def _handshake(
         {
             "type": "challenge",
             "protocol": PROTOCOL,
-            "runtime_id": runtime["id"],
+            "runtime_id": runtime.id,
             "server_nonce": server_nonce,
             "runtime_public_key": b64_encode(public_key),
             "replay_window_s": REPLAY_WINDOW_S,
@@ -143,26 +144,26 @@ async def _handshake(
         raise _HandshakeFailed(CLOSE_AUTH_FAILED, "bridge_auth_failed", str(exc)) from None
     registered = store.registered_bridge_key(runtime)
     if not isinstance(signature, str) or not verify_bridge_auth(
-        registered, signature, runtime["id"], server_nonce, bridge_nonce
+        registered, signature, runtime.id, server_nonce, bridge_nonce
     ):
         raise _HandshakeFailed(
             CLOSE_AUTH_FAILED,
             "bridge_auth_failed",
             "The signature does not verify under the bridge key registered for this runtime "
-            f"(key_id {runtime['bridge']['key_id']}).",
+            f"(key_id {(runtime.bridge or {})['key_id']}).",
         )
     return server_nonce, bridge_nonce
 
 
-async def _publish(events: EventBus, runtime: dict[str, Any], kind: str, up: bool) -> None:
+async def _publish(events: EventBus, runtime: RuntimeRow, kind: str, up: bool) -> None:
     # The voice stream's `change` for the wake's you_run (bridge_connected is one of its fields).
     await events.publish(
         Change(
-            runtime["project_id"],
-            runtime["identity_id"],
+            runtime.project_id,
+            runtime.identity_id,
             "you_run",
             kind,
-            {"runtime_id": runtime["id"], "bridge_connected": up},
+            {"runtime_id": runtime.id, "bridge_connected": up},
             iso(utcnow()) or "",
         )
     )
@@ -171,7 +172,7 @@ async def _publish(events: EventBus, runtime: dict[str, Any], kind: str, up: boo
 async def serve(
     websocket: WebSocket,
     hub: BridgeHub,
-    runtime: dict[str, Any],
+    runtime: RuntimeRow,
     *,
     token: str,
     subprotocol: str | None,
@@ -183,7 +184,7 @@ async def serve(
     """Run one admitted connection to its end (``master_key``: the KMS key that wraps the
     runtime's signing key, when one is set)."""
     await websocket.accept(subprotocol=subprotocol)
-    runtime_id = runtime["id"]
+    runtime_id = runtime.id
     try:
         signing_key = await db.transaction(keys.ensure_runtime_key, runtime, master_key)
     except keys.RuntimeKeyUnavailable as exc:
@@ -209,7 +210,7 @@ async def serve(
             )
         await _close(websocket, failed.code, failed.error)
         return
-    key_id = str(runtime["bridge"]["key_id"])
+    key_id = str((runtime.bridge or {})["key_id"])
     try:
         after = await db.transaction(store.connected, runtime_id, key_id)
     except ApiError as exc:
@@ -217,7 +218,7 @@ async def serve(
         await _close(websocket, CLOSE_GONE, exc.error)
         return
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: JsonObject) -> None:
         await websocket.send_json(message)
         metrics.bridge_messages.labels("to_bridge").inc()
 
@@ -226,8 +227,8 @@ async def serve(
 
     session = Session(
         runtime_id=runtime_id,
-        project_id=runtime["project_id"],
-        identity_id=runtime["identity_id"],
+        project_id=runtime.project_id,
+        identity_id=runtime.identity_id,
         key_id=key_id,
         secret=session_secret(token, server_nonce, bridge_nonce),
         signing_key=signing_key,
@@ -244,7 +245,7 @@ async def serve(
                 "type": "ready",
                 "runtime_id": runtime_id,
                 "session_id": session.session_id,
-                "status": after["status"],
+                "status": after.status,
             }
         )
         await _publish(events, runtime, "bridge_connected", True)

@@ -9,10 +9,11 @@ check; the tests validate frames those produce against them.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from hearth.proofs.bridge import OPS, PROTOCOL, REPLAY_WINDOW_S
 
+from ..json_types import JsonObject
 from .connection import (
     CLOSE_AUTH_FAILED,
     CLOSE_GONE,
@@ -30,7 +31,7 @@ _B64: Final = {"type": "string", "pattern": _B64_TEXT}
 _NONCE_32: Final = {**_B64, "description": "32 random bytes, standard base64 (44 characters)"}
 
 
-def _frame(kind: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
+def _frame(kind: str, description: str, properties: JsonObject) -> JsonObject:
     return {
         "type": "object",
         "description": description,
@@ -39,7 +40,7 @@ def _frame(kind: str, description: str, properties: dict[str, Any]) -> dict[str,
     }
 
 
-SCHEMAS: Final[dict[str, dict[str, Any]]] = {
+SCHEMAS: Final[dict[str, JsonObject]] = {
     "BridgeChallenge": _frame(
         "challenge",
         "service -> bridge, first frame after the upgrade.",
@@ -143,7 +144,7 @@ SCHEMAS: Final[dict[str, dict[str, Any]]] = {
 _REF = "#/components/schemas/"
 
 # The operation's ``x-websocket`` extension: subprotocols, frames in each direction, close codes.
-EXTENSION: Final[dict[str, Any]] = {
+EXTENSION: Final[JsonObject] = {
     "subprotocols": [SUBPROTOCOL, f"{TOKEN_SUBPROTOCOL_PREFIX}<control token>"],
     "frames": "JSON text, one object per frame, each with a `type`.",
     "server_to_client": [

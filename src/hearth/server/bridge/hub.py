@@ -32,6 +32,8 @@ from hearth.proofs import EncodingError, b64_decode, format_timestamp
 from hearth.proofs.bridge import GCM_NONCE_BYTES, build_request, reply_mac_ok
 from hearth.proofs.key_types import Ed25519PrivateKey
 
+from ..json_types import JsonObject
+
 log = structlog.get_logger("hearth.bridge")
 
 REQUEST_TIMEOUT_S = 10.0
@@ -80,7 +82,7 @@ class BridgeRefused(BridgeError):
 # --- sessions -----------------------------------------------------------------------------------
 
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[JsonObject], Awaitable[None]]
 Close = Callable[[int, str], Awaitable[None]]
 
 
@@ -98,10 +100,10 @@ class Session:
     send_message: Send = field(repr=False)
     close_connection: Close = field(repr=False)
     session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    pending: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    pending: dict[str, asyncio.Future[JsonObject]] = field(default_factory=dict, repr=False)
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: JsonObject) -> None:
         # One frame at a time on the socket, whatever the number of callers.
         async with self._send_lock:
             await self.send_message(message)
@@ -172,7 +174,7 @@ class BridgeHub:
         await session.close_connection(4001, reason[:100])
         return True
 
-    def deliver(self, session: Session, message: dict[str, Any]) -> None:
+    def deliver(self, session: Session, message: JsonObject) -> None:
         """A reply frame from the bridge: hand it to the request waiting for it. Replies to no
         waiting request (late, unknown or repeated ids) are dropped."""
         request_id = message.get("request_id")
@@ -195,13 +197,13 @@ class BridgeHub:
             )
         return session
 
-    async def exchange(self, runtime_id: str, request: dict[str, Any]) -> dict[str, Any]:
+    async def exchange(self, runtime_id: str, request: JsonObject) -> JsonObject:
         """Send one built request and answer its verified ``result``; BridgeRefused for an
         authentic refusal, BridgeReplyInvalid for a reply that does not verify, BridgeTimeout,
         BridgeUnavailable. (``decrypt``/``encrypt`` build the request; tests send others.)"""
         session = self._require(runtime_id)
         request_id = str(request["request_id"])
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
         session.pending[request_id] = future
         started = time.monotonic()
         outcome = "ok"
@@ -249,7 +251,7 @@ class BridgeHub:
 
     def build(
         self, runtime_id: str, op: str, *, payload: bytes, nonce: bytes, strand_id: str, seq: int
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """A request for the runtime's session, signed by the per-runtime key, issued now."""
         session = self._require(runtime_id)
         return build_request(

@@ -21,7 +21,6 @@ but a runtime has one mode, so the mode says which format a row holds):
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from sqlalchemy import Connection, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -37,6 +36,7 @@ from hearth.proofs.sealing import (
 )
 
 from ..db.engine import utcnow
+from ..db.rows import RuntimeRow
 from ..db.tables import vault_keys
 from ..services import runtimes as runtime_service
 
@@ -119,15 +119,15 @@ def unwrap(
 
 
 def ensure_runtime_key(
-    conn: Connection, runtime: dict[str, Any], master_key: str | None
+    conn: Connection, runtime: RuntimeRow, master_key: str | None
 ) -> Ed25519PrivateKey:
     """The runtime's signing key, generated and stored on first use (of two first handshakes,
     both use the one stored first: ``runtimes.keep_key_material``)."""
-    material = runtime.get("key_material")
+    material = runtime.key_material
     if material is None:
-        candidate = wrap(conn, runtime["id"], Ed25519PrivateKey.generate(), master_key)
-        material = runtime_service.keep_key_material(conn, runtime["id"], candidate)
-    return unwrap(conn, runtime["id"], bytes(material), master_key)
+        candidate = wrap(conn, runtime.id, Ed25519PrivateKey.generate(), master_key)
+        material = runtime_service.keep_key_material(conn, runtime.id, candidate)
+    return unwrap(conn, runtime.id, bytes(material), master_key)
 
 
 __all__ = [

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from dataclasses import replace
 
 from sqlalchemy import Connection, bindparam, select
 
@@ -21,6 +21,7 @@ from hearth.proofs import EncodingError, b64_decode
 
 from ..canon import CustodyMode
 from ..db.engine import utcnow
+from ..db.rows import RuntimeRow
 from ..db.tables import runtimes
 from ..errors import DOCS, ApiError
 from ..services import runtimes as runtime_service
@@ -45,7 +46,7 @@ def _runtime_not_found() -> ApiError:
     return ApiError(404, "not_found", "Runtime not found.")
 
 
-def admit(conn: Connection, runtime_id: str, token: str | None) -> dict[str, Any]:
+def admit(conn: Connection, runtime_id: str, token: str | None) -> RuntimeRow:
     """The runtime a bridge may connect to, or the refusal, checked in this order: a token at
     all (401), the runtime (404; a deleted one too: it is kept for audit, not for bridges), its
     mode (403 ``not_bridged``), the token itself (401 ``invalid_control_token``)."""
@@ -58,20 +59,20 @@ def admit(conn: Connection, runtime_id: str, token: str | None) -> dict[str, Any
     row = conn.execute(_BY_ID, {"id": canonical}).first()
     if row is None:
         raise _runtime_not_found()
-    runtime = dict(row._mapping)
-    if runtime["deleted_at"] is not None:
+    runtime = RuntimeRow.of(row._mapping)
+    if runtime.deleted_at is not None:
         raise ApiError(
             404,
             "runtime_deleted",
             "This runtime was deleted; it is kept for audit and no bridge can connect to it.",
         )
-    mode: CustodyMode = runtime["mode"]
+    mode: CustodyMode = runtime.mode
     if mode != "bridged":
         raise ApiError(
             403,
             "not_bridged",
-            f"Only bridged runtimes have a bridge; this one is {runtime['mode']}.",
-            details={"runtime_id": canonical, "mode": runtime["mode"]},
+            f"Only bridged runtimes have a bridge; this one is {runtime.mode}.",
+            details={"runtime_id": canonical, "mode": runtime.mode},
         )
     if not runtime_service.control_token_matches(runtime, token):
         raise _unauthorized(
@@ -80,41 +81,41 @@ def admit(conn: Connection, runtime_id: str, token: str | None) -> dict[str, Any
     return runtime
 
 
-def registered_bridge_key(runtime: dict[str, Any]) -> bytes:
+def registered_bridge_key(runtime: RuntimeRow) -> bytes:
     """The bridge's Ed25519 public key as registered at provisioning (raw 32 bytes)."""
     try:
-        return b64_decode(runtime["bridge"]["pubkey"], length=32, what="bridge.pubkey")
+        return b64_decode((runtime.bridge or {})["pubkey"], length=32, what="bridge.pubkey")
     except (EncodingError, KeyError, TypeError):
         # Provisioning checks the key, so this is a damaged row, never a client's mistake.
         raise ValueError("the runtime's registered bridge key is unreadable") from None
 
 
-def connected(conn: Connection, runtime_id: str, key_id: str) -> dict[str, Any]:
+def connected(conn: Connection, runtime_id: str, key_id: str) -> RuntimeRow:
     """Record a verified handshake; the row afterwards. A runtime deleted since the upgrade is
     refused (the caller closes the connection)."""
     row = conn.execute(_BY_ID, {"id": runtime_id}).first()
     if row is None or row.deleted_at is not None:
         raise ApiError(404, "runtime_deleted", "The runtime was deleted during the handshake.")
-    runtime = dict(row._mapping)
+    runtime = RuntimeRow.of(row._mapping)
     now = utcnow()
     runtime_service.mark_bridge_connected(conn, runtime_id, now)
     moved = False
-    if runtime["status"] == "starting":
+    if runtime.status == "starting":
         try:
             runtime = runtime_service.move(conn, runtime_id, "handshake", expected="starting")
             moved = True
         except runtime_service.MoveRefused:
             # Another move won meanwhile (a crash report, a delete): the handshake still
             # happened, so its event is still appended below, without the move.
-            runtime = dict(conn.execute(_BY_ID, {"id": runtime_id}).one()._mapping)
+            runtime = RuntimeRow.of(conn.execute(_BY_ID, {"id": runtime_id}).one()._mapping)
     if not moved:
         runtime_service.append_event(
             conn,
             runtime_id,
             "bridge_handshake_ok",
-            {"status": runtime["status"], "key_id": key_id},
+            {"status": runtime.status, "key_id": key_id},
         )
-    return {**runtime, "bridge_connected": True, "last_seen_at": now}
+    return replace(runtime, bridge_connected=True, last_seen_at=now)
 
 
 def disconnected(conn: Connection, runtime_id: str, *, current: bool, reason: str) -> None:

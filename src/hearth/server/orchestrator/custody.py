@@ -17,7 +17,7 @@ Failures are :class:`CustodyError` with a short reason that never carries key ma
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy import Connection, select
 
@@ -29,7 +29,9 @@ from hearth.proofs.thoughts import SealedThought, ThoughtOpenError, open_thought
 
 from ..bridge import keys as bridge_keys
 from ..bridge.hub import BridgeError, BridgeHub
+from ..db.rows import RuntimeRow, ThoughtRow
 from ..db.tables import identity_keys
+from ..json_types import JsonObject
 from ..services import identity_keys as identity_key_service
 from ..services import runtimes as runtime_service
 
@@ -52,7 +54,7 @@ class Custody(Protocol):
     signing_key_id: str
     signing_key: Ed25519PrivateKey
 
-    async def open(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]: ...
+    async def open(self, strand_id: str, rows: list[ThoughtRow]) -> list[bytes]: ...
 
     async def seal(self, strand_id: str, seq: int, plaintext: bytes) -> SealedThought: ...
 
@@ -68,11 +70,11 @@ class TrustedCustody:
         self.signing_key_id = runtime_kid(self.runtime_id)
 
     @classmethod
-    def unwrap(cls, runtime: dict[str, Any], master_key: str | None) -> TrustedCustody:
+    def unwrap(cls, runtime: RuntimeRow, master_key: str | None) -> TrustedCustody:
         """Open the runtime's wrapped key (the handshake of trusted custody)."""
         if not master_key:
             raise CustodyError("SERVICE_KMS_MASTER_KEY is not set: the key cannot be unwrapped")
-        if runtime["key_material"] is None:
+        if runtime.key_material is None:
             raise CustodyError("the runtime has no key material")
         try:
             key = runtime_service.unwrap_runtime_key(runtime, master_key)
@@ -80,25 +82,24 @@ class TrustedCustody:
             raise CustodyError(
                 "the runtime's key does not unwrap under SERVICE_KMS_MASTER_KEY"
             ) from None
-        return cls(runtime["id"], key, trusted_k_master(key.private_bytes_raw(), runtime["id"]))
+        return cls(runtime.id, key, trusted_k_master(key.private_bytes_raw(), runtime.id))
 
-    def register(self, conn: Connection, identity_id: str) -> dict[str, Any]:
+    def register(self, conn: Connection, identity_id: str) -> JsonObject:
         """Register the signing key among the identity's keys (idempotent)."""
         public = b64_encode(self.signing_key.public_key().public_bytes_raw())
         return identity_key_service.register_runtime_key(
             conn, identity_id, self.runtime_id, public, self.signing_key_id
         )
 
-    def open_sync(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]:
+    def open_sync(self, strand_id: str, rows: list[ThoughtRow]) -> list[bytes]:
         try:
             return [
-                open_thought(self.k_master, strand_id, r["seq"], r["nonce"], r["ciphertext"])
-                for r in rows
+                open_thought(self.k_master, strand_id, r.seq, r.nonce, r.ciphertext) for r in rows
             ]
         except ThoughtOpenError:
             raise CustodyError("a thought of the strand does not open with this K_master") from None
 
-    async def open(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]:
+    async def open(self, strand_id: str, rows: list[ThoughtRow]) -> list[bytes]:
         return self.open_sync(strand_id, rows)
 
     def seal_sync(self, strand_id: str, seq: int, plaintext: bytes) -> SealedThought:
@@ -108,8 +109,11 @@ class TrustedCustody:
         return self.seal_sync(strand_id, seq, plaintext)
 
 
-def registered_kid(conn: Connection, identity_id: str, runtime_id: str, public_b64: str) -> str:
-    """The kid under which the identity's owner registered this runtime's key, unrevoked."""
+def registered_kid(
+    conn: Connection, identity_id: str | None, runtime_id: str, public_b64: str
+) -> str:
+    """The kid under which the identity's owner registered this runtime's key, unrevoked (an
+    unbound runtime, ``identity_id`` None, has none)."""
     kid = conn.execute(
         select(identity_keys.c.kid).where(
             identity_keys.c.identity_id == identity_id,
@@ -135,26 +139,22 @@ class BridgedCustody:
 
     @classmethod
     def load(
-        cls, conn: Connection, runtime: dict[str, Any], hub: BridgeHub, master_key: str | None
+        cls, conn: Connection, runtime: RuntimeRow, hub: BridgeHub, master_key: str | None
     ) -> BridgedCustody:
-        if runtime["key_material"] is None:
+        if runtime.key_material is None:
             raise CustodyError("the runtime has no signing key yet (no bridge handshake)")
         try:
-            key = bridge_keys.unwrap(
-                conn, runtime["id"], bytes(runtime["key_material"]), master_key
-            )
+            key = bridge_keys.unwrap(conn, runtime.id, bytes(runtime.key_material), master_key)
         except bridge_keys.RuntimeKeyUnavailable as exc:
             raise CustodyError(f"the runtime's signing key is unavailable: {exc}") from None
         public = b64_encode(key.public_key().public_bytes_raw())
-        kid = registered_kid(conn, runtime["identity_id"], runtime["id"], public)
-        return cls(runtime["id"], hub, key, kid)
+        kid = registered_kid(conn, runtime.identity_id, runtime.id, public)
+        return cls(runtime.id, hub, key, kid)
 
-    async def open(self, strand_id: str, rows: list[dict[str, Any]]) -> list[bytes]:
+    async def open(self, strand_id: str, rows: list[ThoughtRow]) -> list[bytes]:
         try:
             return [
-                await self.hub.decrypt(
-                    self.runtime_id, strand_id, r["seq"], r["nonce"], r["ciphertext"]
-                )
+                await self.hub.decrypt(self.runtime_id, strand_id, r.seq, r.nonce, r.ciphertext)
                 for r in rows
             ]
         except BridgeError as exc:

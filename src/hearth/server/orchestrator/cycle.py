@@ -18,7 +18,6 @@ worker that took the runtime over releases the message when it claims the runtim
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
 
@@ -26,6 +25,7 @@ from hearth.proofs import think_cycle
 from hearth.proofs.think_cycle import STRAND_NAME, THOUGHT_FORMAT, Prompt
 
 from ..db.engine import utcnow
+from ..db.rows import InboxMessageRow, RuntimeRow, StrandRow, ThoughtRow
 from ..db.tables import strands
 from ..errors import ApiError
 from ..services import inbox, vault, wake, wake_render, wake_stamps
@@ -46,11 +46,11 @@ class Lease:
 class Begun:
     """What step 1 read, for steps 2 and 3."""
 
-    runtime: dict[str, Any]
-    message: dict[str, Any]
+    runtime: RuntimeRow
+    message: InboxMessageRow
     strand_id: str
     seq: int
-    recent: list[dict[str, Any]]
+    recent: list[ThoughtRow]
     wake_markdown: str
 
 
@@ -72,17 +72,18 @@ _RUNTIME_STRAND = (
 )
 
 
-def runtime_strand(conn: Connection, runtime: dict[str, Any]) -> dict[str, Any]:
-    """The runtime's strand (its oldest bound one), made on the first cycle."""
-    row = conn.execute(_RUNTIME_STRAND, {"runtime": runtime["id"]}).first()
+def runtime_strand(conn: Connection, runtime: RuntimeRow, identity_id: str) -> StrandRow:
+    """The runtime's strand (its oldest bound one), made on the first cycle for ``identity_id``,
+    the identity the runtime is bound to (a cycle runs only for a bound runtime)."""
+    row = conn.execute(_RUNTIME_STRAND, {"runtime": runtime.id}).first()
     if row is not None:
-        return dict(row._mapping)
-    return strand_service.create(
+        return StrandRow.of(row._mapping)
+    return strand_service.create_row(
         conn,
-        runtime["project_id"],
-        identity_ref=runtime["identity_id"],
+        runtime.project_id,
+        identity_ref=identity_id,
         name=STRAND_NAME,
-        runtime_ref=runtime["id"],
+        runtime_ref=runtime.id,
     )
 
 
@@ -96,62 +97,60 @@ def begin(
     """Step 1; None when the identity has no pending message."""
     leases.hold(conn, runtime_id, lease.owner, now_ms=now_ms, lease_ms=lease.lease_ms)
     runtime = runtime_service.row_by_id(conn, runtime_id)
-    if runtime["status"] != "running" or runtime["identity_id"] is None:
+    if runtime.status != "running" or runtime.identity_id is None:
         return None
-    message = inbox.take_next(conn, runtime["identity_id"], runtime_id)
+    message = inbox.take_next(conn, runtime.identity_id, runtime_id)
     if message is None:
         return None
     # The message is no longer pending: no wake cached before this, in any process, is served.
-    wake_stamps.bump(conn, runtime["project_id"])
-    strand = runtime_strand(conn, runtime)
-    recent = (
-        strand_service.recent_thoughts(conn, strand["id"], recent_limit) if recent_limit else []
-    )
-    document = wake.build(conn, runtime["project_id"], runtime["identity_id"])
+    wake_stamps.bump(conn, runtime.project_id)
+    strand = runtime_strand(conn, runtime, runtime.identity_id)
+    recent = strand_service.recent_thoughts(conn, strand.id, recent_limit) if recent_limit else []
+    document = wake.build(conn, runtime.project_id, runtime.identity_id)
     runtime_service.append_event(
         conn,
         runtime_id,
         "think_cycle_start",
-        {"message_id": message["id"], "strand_id": strand["id"], "seq": strand["next_seq"]},
+        {"message_id": message.id, "strand_id": strand.id, "seq": strand.next_seq},
     )
     return Begun(
         runtime=runtime,
         message=message,
-        strand_id=strand["id"],
-        seq=int(strand["next_seq"]),
+        strand_id=strand.id,
+        seq=int(strand.next_seq),
         recent=recent,
         wake_markdown=wake_render.to_markdown(document),
     )
 
 
-def provider_key(conn: Connection, runtime: dict[str, Any], master_key: str | None) -> str:
+def provider_key(conn: Connection, runtime: RuntimeRow, master_key: str | None) -> str:
     """The provider's api key from the vault secret the runtime's ``llm.vault_key`` names."""
-    name = (runtime["llm"] or {}).get("vault_key")
+    name = (runtime.llm or {}).get("vault_key")
     if not name:
         raise CycleFailed("vault", "the runtime's llm has no vault_key")
     try:
-        return vault.read_secret(conn, runtime["project_id"], name, master_key=master_key)
+        return vault.read_secret(conn, runtime.project_id, name, master_key=master_key)
     except vault.VaultUnavailable:
         raise CycleFailed("vault", f"the vault secret {name!r} does not open") from None
     except ApiError:
         raise CycleFailed("vault", f"the vault secret {name!r} is missing") from None
 
 
-def thought_plaintext(message: dict[str, Any], reply: str, runtime: dict[str, Any]) -> bytes:
+def thought_plaintext(message: InboxMessageRow, reply: str, runtime: RuntimeRow) -> bytes:
     """What a cycle stores (sealed), in the format the user's own loop writes too."""
-    llm = runtime["llm"] or {}
+    llm = runtime.llm or {}
     return think_cycle.thought_plaintext(
-        in_reply_to=message["id"],
-        sender=message["sender"],
-        message=message["body"],
+        in_reply_to=message.id,
+        sender=message.sender,
+        message=message.body,
         reply=reply,
         provider=llm.get("provider"),
         model=llm.get("model"),
     )
 
 
-def build_prompt(wake_markdown: str, history: list[bytes], message: dict[str, Any]) -> Prompt:
-    return think_cycle.build_prompt(wake_markdown, history, message["sender"], message["body"])
+def build_prompt(wake_markdown: str, history: list[bytes], message: InboxMessageRow) -> Prompt:
+    return think_cycle.build_prompt(wake_markdown, history, message.sender, message.body)
 
 
 def finish(
@@ -163,9 +162,9 @@ def finish(
     ciphertext: bytes,
     signing_key_id: str,
     signature: str,
-) -> dict[str, Any]:
-    """Step 3: the thought stored, the message done, ``think_cycle_end``; the stored row."""
-    runtime_id = begun.runtime["id"]
+) -> strand_service.Written:
+    """Step 3: the thought stored, the message done, ``think_cycle_end``; the stored thought."""
+    runtime_id = begun.runtime.id
     leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
     row = strand_service.append_thought(
         conn,
@@ -176,30 +175,30 @@ def finish(
         signing_key_id=signing_key_id,
         signature=signature,
     )
-    inbox.complete(conn, begun.message["id"])
+    inbox.complete(conn, begun.message.id)
     runtime_service.stamp_work(conn, runtime_id)
     runtime_service.append_event(
         conn,
         runtime_id,
         "think_cycle_end",
-        {"message_id": begun.message["id"], "strand_id": begun.strand_id, "seq": begun.seq},
+        {"message_id": begun.message.id, "strand_id": begun.strand_id, "seq": begun.seq},
     )
     return row
 
 
 def fail(conn: Connection, begun: Begun, lease: Lease, failure: CycleFailed) -> None:
     """The message back to ``pending``, and ``think_cycle_error`` with the stage and reason."""
-    runtime_id = begun.runtime["id"]
+    runtime_id = begun.runtime.id
     leases.hold(conn, runtime_id, lease.owner, now_ms=_now_ms(), lease_ms=lease.lease_ms)
-    inbox.release(conn, begun.message["id"])
-    wake_stamps.bump(conn, begun.runtime["project_id"])  # pending again (the wake counts it)
+    inbox.release(conn, begun.message.id)
+    wake_stamps.bump(conn, begun.runtime.project_id)  # pending again (the wake counts it)
     runtime_service.stamp_work(conn, runtime_id)
     runtime_service.append_event(
         conn,
         runtime_id,
         "think_cycle_error",
         {
-            "message_id": begun.message["id"],
+            "message_id": begun.message.id,
             "strand_id": begun.strand_id,
             "stage": failure.stage,
             "reason": failure.reason,

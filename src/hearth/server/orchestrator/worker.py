@@ -25,7 +25,6 @@ import contextlib
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 import structlog
 from sqlalchemy import Connection, bindparam, select
@@ -37,12 +36,15 @@ from .. import runtime_states
 from ..bridge.hub import BridgeHub
 from ..canon import HOSTED_MODES, CustodyMode
 from ..db.engine import Database, epoch_ms, utcnow
+from ..db.rows import RuntimeRow
 from ..db.tables import inbox_messages, runtimes
 from ..errors import ApiError
 from ..events import Change, EventBus
+from ..json_types import JsonObject
 from ..observability import Metrics
 from ..services import runtimes as runtime_service
 from ..services.runtimes import leases
+from ..services.strands import Written
 from ..services.times import iso
 from ..settings import Settings
 from . import cycle
@@ -64,9 +66,9 @@ _PENDING = (
 )
 
 
-def _read(conn: Connection, runtime_id: str) -> dict[str, Any] | None:
+def _read(conn: Connection, runtime_id: str) -> RuntimeRow | None:
     row = conn.execute(_BY_ID, {"id": runtime_id}).first()
-    return dict(row._mapping) if row else None
+    return RuntimeRow.of(row._mapping) if row else None
 
 
 def _has_pending(conn: Connection, identity_id: str) -> bool:
@@ -173,8 +175,8 @@ class Worker:
             )
             beat = time.monotonic() + self.settings.runtime_heartbeat_seconds
             for row in claimed:
-                self.held[row["id"]] = Held(row["id"], next_heartbeat=beat)
-                log.info("runtime_claimed", owner=self.owner, runtime_id=row["id"])
+                self.held[row.id] = Held(row.id, next_heartbeat=beat)
+                log.info("runtime_claimed", owner=self.owner, runtime_id=row.id)
         if not self.held:
             return False
         done = await asyncio.gather(*(self._guarded(h) for h in list(self.held.values())))
@@ -197,7 +199,7 @@ class Worker:
                 # that names the fault's type (exception texts may quote data).
                 log.exception("runtime_crashed", runtime_id=held.runtime_id)
                 runtime = await self.db.snapshot(_read, held.runtime_id)
-                if runtime is not None and runtime["status"] != "error":
+                if runtime is not None and runtime.status != "error":
                     await self._move(runtime, "crash", f"worker fault ({type(exc).__name__})")
                 return False
 
@@ -212,11 +214,11 @@ class Worker:
         runtime = await self.db.snapshot(_read, rid)
         if (
             runtime is None
-            or runtime["deleted_at"] is not None
-            or runtime["status"] not in leases.ACTIVE
-            or runtime["lease_owner"] != self.owner
+            or runtime.deleted_at is not None
+            or runtime.status not in leases.ACTIVE
+            or runtime.lease_owner != self.owner
         ):
-            if runtime is not None and runtime["lease_owner"] == self.owner:
+            if runtime is not None and runtime.lease_owner == self.owner:
                 await self.db.transaction(leases.release, rid, self.owner)
             self._drop(rid, "not active" if runtime is not None else "gone")
             return False
@@ -230,8 +232,8 @@ class Worker:
                 seen=True,
             )
             held.next_heartbeat = time.monotonic() + self.settings.runtime_heartbeat_seconds
-        status = runtime["status"]
-        mode: CustodyMode = runtime["mode"]  # typed: mypy checks each literal against the canon
+        status = runtime.status
+        mode: CustodyMode = runtime.mode  # typed: mypy checks each literal against the canon
         now = utcnow()
         if status == "provisioned":
             return await self._move(runtime, "bind") is not None
@@ -243,32 +245,30 @@ class Worker:
             if time.monotonic() >= held.retry_at and await self._think(held, runtime):
                 return True
             idle_after = timedelta(seconds=self.settings.runtime_idle_seconds)
-            last_work = runtime["last_work_at"] or runtime["status_changed_at"]
+            last_work = runtime.last_work_at or runtime.status_changed_at
             if now - last_work >= idle_after:
                 await self._move(runtime, "idle_timeout")
             return False
         # idle
-        if runtime["identity_id"] is not None and await self.db.snapshot(
-            _has_pending, runtime["identity_id"]
+        if runtime.identity_id is not None and await self.db.snapshot(
+            _has_pending, runtime.identity_id
         ):
             return await self._move(runtime, "wake", "an inbox message is waiting") is not None
         stop_after = timedelta(seconds=self.settings.runtime_auto_stop_seconds)
-        if now - runtime["status_changed_at"] >= stop_after:
+        if now - runtime.status_changed_at >= stop_after:
             await self._move(runtime, "auto_stop", "idle past the free plan's limit")
         return False
 
     async def _move(
-        self, runtime: dict[str, Any], trigger: str, detail: str | None = None
-    ) -> dict[str, Any] | None:
+        self, runtime: RuntimeRow, trigger: str, detail: str | None = None
+    ) -> RuntimeRow | None:
         """Apply a move under the lease and publish its change; None when another move won."""
-        rid = runtime["id"]
+        rid = runtime.id
 
-        def apply(conn: Connection) -> dict[str, Any]:
+        def apply(conn: Connection) -> RuntimeRow:
             leases.hold(conn, rid, self.owner, now_ms=epoch_ms(), lease_ms=self.lease.lease_ms)
-            moved = runtime_service.move(
-                conn, rid, trigger, detail=detail, expected=runtime["status"]
-            )
-            if moved["status"] not in leases.ACTIVE:
+            moved = runtime_service.move(conn, rid, trigger, detail=detail, expected=runtime.status)
+            if moved.status not in leases.ACTIVE:
                 leases.release(conn, rid, self.owner)  # stopped or error: nothing left to run
             return moved
 
@@ -277,27 +277,27 @@ class Worker:
         except runtime_service.MoveRefused as exc:
             log.info("runtime_move_lost", runtime_id=rid, trigger=trigger, error=exc.error)
             return None
-        log.info("runtime_moved", runtime_id=rid, trigger=trigger, to=moved["status"])
+        log.info("runtime_moved", runtime_id=rid, trigger=trigger, to=moved.status)
         await self._publish(
             runtime,
             "runtime_status_changed",
             {
                 "runtime_id": rid,
-                "from": runtime["status"],
-                "to": moved["status"],
+                "from": runtime.status,
+                "to": moved.status,
                 "trigger": trigger,
                 "event": runtime_states.move_for(trigger).event,
             },
         )
-        if moved["status"] not in leases.ACTIVE:
-            self._drop(rid, moved["status"])
+        if moved.status not in leases.ACTIVE:
+            self._drop(rid, moved.status)
         return moved
 
-    async def _publish(self, runtime: dict[str, Any], kind: str, details: dict[str, Any]) -> None:
+    async def _publish(self, runtime: RuntimeRow, kind: str, details: JsonObject) -> None:
         await self.events.publish(
             Change(
-                runtime["project_id"],
-                runtime["identity_id"],
+                runtime.project_id,
+                runtime.identity_id,
                 "you_run",
                 kind,
                 details,
@@ -307,10 +307,10 @@ class Worker:
 
     # -- trusted custody: the handshake --
 
-    def _trusted(self, runtime: dict[str, Any]) -> TrustedCustody:
+    def _trusted(self, runtime: RuntimeRow) -> TrustedCustody:
         return TrustedCustody.unwrap(runtime, self.settings.kms_master_key)
 
-    async def _handshake(self, held: Held, runtime: dict[str, Any]) -> bool:
+    async def _handshake(self, held: Held, runtime: RuntimeRow) -> bool:
         """starting -> running once the wrapped key opens; its signing key registered among the
         identity's keys in the same transaction. A key that does not open is a crash."""
         try:
@@ -318,12 +318,12 @@ class Worker:
         except CustodyError as exc:
             await self._move(runtime, "crash", f"custody: {exc}")
             return False
-        rid = runtime["id"]
+        rid = runtime.id
 
-        def apply(conn: Connection) -> dict[str, Any]:
+        def apply(conn: Connection) -> RuntimeRow:
             leases.hold(conn, rid, self.owner, now_ms=epoch_ms(), lease_ms=self.lease.lease_ms)
-            if runtime["identity_id"] is not None:
-                custody.register(conn, runtime["identity_id"])
+            if runtime.identity_id is not None:
+                custody.register(conn, runtime.identity_id)
             moved = runtime_service.move(conn, rid, "handshake", expected="starting")
             runtime_service.stamp_seen(conn, rid)
             return moved
@@ -342,23 +342,21 @@ class Worker:
             {
                 "runtime_id": rid,
                 "from": "starting",
-                "to": moved["status"],
+                "to": moved.status,
                 "trigger": "handshake",
                 "event": "bridge_handshake_ok",
             },
         )
         return True
 
-    async def _custody(
-        self, held: Held, runtime: dict[str, Any]
-    ) -> TrustedCustody | BridgedCustody:
-        mode: CustodyMode = runtime["mode"]
+    async def _custody(self, held: Held, runtime: RuntimeRow) -> TrustedCustody | BridgedCustody:
+        mode: CustodyMode = runtime.mode
         if mode == "trusted":
             if held.custody is None:
                 # Taken over from another worker: unwrap again, and register (idempotent).
                 custody = self._trusted(runtime)
-                if runtime["identity_id"] is not None:
-                    await self.db.transaction(custody.register, runtime["identity_id"])
+                if runtime.identity_id is not None:
+                    await self.db.transaction(custody.register, runtime.identity_id)
                 held.custody = custody
             return held.custody
         assert self.hub is not None
@@ -368,19 +366,19 @@ class Worker:
 
     # -- the think cycle --
 
-    async def _think(self, held: Held, runtime: dict[str, Any]) -> bool:
+    async def _think(self, held: Held, runtime: RuntimeRow) -> bool:
         """One cycle; False when there was no message to think about (or no way to yet)."""
-        mode: CustodyMode = runtime["mode"]
-        if runtime["identity_id"] is None:
+        mode: CustodyMode = runtime.mode
+        if runtime.identity_id is None:
             return False
-        if mode == "bridged" and (self.hub is None or not self.hub.connected(runtime["id"])):
+        if mode == "bridged" and (self.hub is None or not self.hub.connected(runtime.id)):
             return False  # no bridge session in this process: the message waits
         # A read first: a runtime with nothing to do costs no write transaction per pass.
-        if not await self.db.snapshot(_has_pending, runtime["identity_id"]):
+        if not await self.db.snapshot(_has_pending, runtime.identity_id):
             return False
         begun = await self.db.transaction(
             cycle.begin,
-            runtime["id"],
+            runtime.id,
             self.lease,
             epoch_ms(),
             self.settings.runtime_recent_thoughts,
@@ -405,8 +403,8 @@ class Worker:
             held.retry_at = time.monotonic() + self.settings.runtime_retry_seconds
             log.warning(
                 "think_cycle_failed",
-                runtime_id=runtime["id"],
-                message_id=begun.message["id"],
+                runtime_id=runtime.id,
+                message_id=begun.message.id,
                 stage=failure.stage,
                 reason=failure.reason,
             )
@@ -414,19 +412,19 @@ class Worker:
             return True
         log.info(
             "think_cycle_done",
-            runtime_id=runtime["id"],
-            message_id=begun.message["id"],
-            seq=stored["seq"],
+            runtime_id=runtime.id,
+            message_id=begun.message.id,
+            seq=stored.thought.seq,
             ms=round((time.monotonic() - started) * 1000, 1),
         )
         await self._publish(
             runtime,
             "runtime_thought_stored",
-            {"runtime_id": runtime["id"], "strand_id": begun.strand_id, "seq": stored["seq"]},
+            {"runtime_id": runtime.id, "strand_id": begun.strand_id, "seq": stored.thought.seq},
         )
         return True
 
-    async def _complete(self, held: Held, begun: cycle.Begun) -> dict[str, Any]:
+    async def _complete(self, held: Held, begun: cycle.Begun) -> Written:
         runtime = begun.runtime
         api_key = await self.db.snapshot(cycle.provider_key, runtime, self.settings.kms_master_key)
         try:
@@ -439,7 +437,7 @@ class Worker:
                 "custody", f"signing key not registered ({exc.error})"
             ) from None
         prompt = cycle.build_prompt(begun.wake_markdown, history, begun.message)
-        llm = runtime["llm"] or {}
+        llm = runtime.llm or {}
         try:
             reply = await self.providers.complete(
                 str(llm.get("provider")), str(llm.get("model")), api_key, prompt

@@ -9,7 +9,7 @@ decoration of ``application/json`` bodies (``_welcomed``) would change them.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -19,6 +19,7 @@ from hearth.adds.b64 import canonical_b64url_pattern
 
 from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models import (
     CID_PATTERN,
     AddsInventory,
@@ -49,14 +50,14 @@ _DOCUMENT = {
         "or receipt), in its canonical RFC 8785 bytes.",
     }
 }
-_BLOCK_BODY: dict[str, Any] = {
+_BLOCK_BODY: JsonObject = {
     "requestBody": {
         "required": True,
         "description": f"The raw block (ciphertext and tag). {OCTET_STREAM}.",
         "content": {OCTET_STREAM: _BINARY},
     }
 }
-_DOCUMENT_BODY: dict[str, Any] = {
+_DOCUMENT_BODY: JsonObject = {
     "requestBody": {
         "required": True,
         "description": "The document's JSON bytes, in any spelling: it is validated, its "
@@ -113,7 +114,7 @@ async def put_block(
     return JSONResponse({"cid": cid, "size": size}, status_code=201 if created else 200)
 
 
-def _block_responses(description: str) -> dict[int | str, dict[str, Any]]:
+def _block_responses(description: str) -> dict[int | str, JsonObject]:
     return {
         200: {"description": description, "content": {OCTET_STREAM: _BINARY}},
         **errors(400, 401, 404),
@@ -168,7 +169,7 @@ async def list_blocks(
     hearth: HearthDep,
     cursor: Annotated[str | None, cursor_query(adds_store.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description=_LIMIT_TEXT)] = 100,
-) -> dict[str, Any]:
+) -> JsonObject:
     async with hearth.db.read() as conn:
         page = await adds_store.list_blocks(conn, caller.project_id, cursor=cursor, limit=limit)
     return page.body()
@@ -228,7 +229,7 @@ async def list_documents(
     kind: DocumentKind | None = None,
     cursor: Annotated[str | None, cursor_query(adds_store.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description=_LIMIT_TEXT)] = 100,
-) -> dict[str, Any]:
+) -> JsonObject:
     async with hearth.db.read() as conn:
         page = await adds_store.list_documents(
             conn, caller.project_id, kind=kind, cursor=cursor, limit=limit
@@ -256,7 +257,7 @@ async def resolve_head(
     ],
     _caller: CallerDep,
     hearth: HearthDep,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await provider.resolve_head(hearth.db, head_id, issuer_key)
 
 
@@ -266,7 +267,7 @@ async def resolve_head(
     summary="What this project holds: blocks, and documents by kind",
     responses=errors(401),
 )
-async def inventory(caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def inventory(caller: CallerDep, hearth: HearthDep) -> JsonObject:
     async with hearth.db.read() as conn:
         held = await adds_store.inventory(conn, caller.project_id)
     blocks_count, blocks_bytes = held["blocks"]

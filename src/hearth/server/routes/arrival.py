@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -12,6 +10,7 @@ from hearth.proofs import AUTHORITY_HEADERS
 from ..auth import HearthDep, signed_request
 from ..client_address import client_address
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models import (
     DiscoveryRequest,
     DiscoveryResponse,
@@ -54,7 +53,7 @@ async def register_retired() -> JSONResponse:
 )
 async def register_agent(
     body: RegisterAgentRequest, request: Request, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     return await arrival.register(
         hearth.db,
         body,
@@ -71,7 +70,7 @@ async def register_agent(
     responses=errors(422),
     summary="Signed discovery: the identities rooted in a key you hold",
 )
-async def by_pubkey(body: DiscoveryRequest, hearth: HearthDep) -> dict[str, Any]:
+async def by_pubkey(body: DiscoveryRequest, hearth: HearthDep) -> JsonObject:
     return await recovery.discover(hearth.db, body, freshness_ms=hearth.settings.freshness_ms)
 
 
@@ -93,7 +92,7 @@ async def by_pubkey(body: DiscoveryRequest, hearth: HearthDep) -> dict[str, Any]
         ]
     },
 )
-async def recover(body: RecoverRequest, request: Request, hearth: HearthDep) -> dict[str, Any]:
+async def recover(body: RecoverRequest, request: Request, hearth: HearthDep) -> JsonObject:
     signed = signed_request(request, await request.body())
     return await recovery.recover(
         hearth.db, body, signed, freshness_ms=hearth.settings.freshness_ms

@@ -7,12 +7,14 @@ recorded in the subject's chronicle after nothing else was written (wall 5).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
+from ..db.rows import IdentityRow
+from ..json_types import JsonObject
 from ..models_elevation import AttestationPage, AttestationStored, SponsorStatement
 from ..services import attestations, chronicle, cursors, identities
 from ..services.cursors import Page
@@ -36,8 +38,8 @@ ROUTE = "POST /v1/attestations"
 )
 async def attest(
     body: SponsorStatement, caller: CallerDep, hearth: HearthDep, response: Response
-) -> dict[str, Any]:
-    def verify(conn: Connection) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> JsonObject:
+    def verify(conn: Connection) -> tuple[IdentityRow, IdentityRow]:
         subject = identities.find(conn, caller.project_id, body.agent_id)
         sponsor, _key = attestations.verify(conn, subject, body)
         return subject, sponsor
@@ -77,11 +79,11 @@ async def list_attestations(
     ] = None,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
-) -> dict[str, Any]:
+) -> JsonObject:
     def run(conn: Connection) -> Page:
         subject = None
         if identity_id is not None:
-            subject = identities.find(conn, caller.project_id, identity_id)["id"]
+            subject = identities.find(conn, caller.project_id, identity_id).id
         return attestations.listing(
             conn, caller.project_id, identity_id=subject, cursor=cursor, limit=limit
         )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from ..auth import Authorized, CallerDep, HearthDep, root_proof
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from ..models import (
     BackupCreate,
     BackupRecord,
@@ -29,7 +30,7 @@ router = APIRouter(tags=["bootstrap"])
 @router.post(
     "/v1/bootstrap", status_code=201, response_model=BootstrapResponse, responses=errors(401, 422)
 )
-async def create(body: BootstrapRequest, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def create(body: BootstrapRequest, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await bootstrap.bootstrap(hearth.db, caller.project_id, body)
 
 
@@ -70,16 +71,14 @@ async def scaffold(  # noqa: PLR0917 - FastAPI reads query parameters from the s
                     422,
                     "identity_required",
                     "This project has several active identities: name one with identity_id.",
-                    details={"identities": [row["id"] for row in active]},
+                    details={"identities": [row.id for row in active]},
                 )
             identity = active[0]
     rendered = render_scaffold(
         platform,
         base_url=base_url(request, hearth),
         project_id=caller.project_id,
-        identity=ScaffoldIdentity(
-            id=identity["id"], did=identity["did"], name=name or identity["name"]
-        ),
+        identity=ScaffoldIdentity(id=identity.id, did=identity.did, name=name or identity.name),
     )
     if format == "text":
         return Response(
@@ -107,7 +106,7 @@ async def elevate(
         Authorized[SponsorStatement], Depends(root_proof(SponsorStatement, _elevation_target))
     ],
     hearth: HearthDep,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await elevation.elevate(
         hearth.db,
         auth.caller.project_id,
@@ -119,7 +118,7 @@ async def elevate(
 
 
 @router.get("/v1/bootstrap/{agent_id}", response_model=BootstrapStatus, responses=errors(401, 404))
-async def bootstrap_status(agent_id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def bootstrap_status(agent_id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await bootstrap.status(hearth.db, caller.project_id, agent_id)
 
 
@@ -129,12 +128,12 @@ async def bootstrap_status(agent_id: str, caller: CallerDep, hearth: HearthDep) 
     response_model=BackupRecord,
     responses=errors(401, 404, 422),
 )
-async def store_backup(body: BackupCreate, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def store_backup(body: BackupCreate, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await backups.store(hearth.db, caller.project_id, body)
 
 
 @router.get(
     "/v1/identity/backup/{agent_id}", response_model=BackupRecord, responses=errors(401, 404)
 )
-async def get_backup(agent_id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def get_backup(agent_id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await backups.latest(hearth.db, caller.project_id, agent_id)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from sqlalchemy import Connection
 
 from ..auth import CallerDep, HearthDep
 from ..canon import ChronicleKind
+from ..json_types import JsonObject
 from ..models import ChroniclePage
 from ..services import chronicle, cursors, identities
 from ..services.cursors import Page
@@ -33,11 +34,11 @@ async def read_chronicle(  # noqa: PLR0917 - FastAPI reads query parameters from
     ] = None,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="entries per page")] = 100,
-) -> dict[str, Any]:
+) -> JsonObject:
     def run(conn: Connection) -> Page:
         identity_id = None
         if agent_id is not None:
-            identity_id = identities.find(conn, caller.project_id, agent_id)["id"]
+            identity_id = identities.find(conn, caller.project_id, agent_id).id
         return chronicle.entries(
             conn,
             caller.project_id,

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import Query
 
+from ..json_types import JsonObject
 from ..models import ErrorBody
 
 _DESCRIPTIONS = {
@@ -28,7 +29,7 @@ _DESCRIPTIONS = {
 }
 
 
-def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+def errors(*statuses: int) -> dict[int | str, JsonObject]:
     """Error responses of a route; 400, 413 and 500 can happen anywhere a body is read."""
     every = sorted({*statuses, 400, 413, 500})
     return {s: {"model": ErrorBody, "description": _DESCRIPTIONS[s]} for s in every}

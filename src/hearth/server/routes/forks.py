@@ -8,12 +8,11 @@ is then recorded in the chronicle on the parent (wall 5), the one write a refuse
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models_forks import ForkRequest, ForkResponse
 from ..services import chronicle, forks, identities
 from ..services.birth import ServerKeys
@@ -30,7 +29,7 @@ router = APIRouter(tags=["forks"])
     summary="Fork an identity of this project into a new agent (10 credits); the private key "
     "is answered once",
 )
-async def fork(id: str, body: ForkRequest, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def fork(id: str, body: ForkRequest, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     server_keys = ServerKeys.generate()
     try:
         return await hearth.db.transaction(forks.fork, caller.project_id, id, body, server_keys)
@@ -42,8 +41,8 @@ async def fork(id: str, body: ForkRequest, caller: CallerDep, hearth: HearthDep)
             hearth.db,
             refused,
             project_id=caller.project_id,
-            identity_id=parent["id"],
-            text=f"Refused to fork {parent['name']}",
+            identity_id=parent.id,
+            text=f"Refused to fork {parent.name}",
             route="POST /v1/identities/{id}/fork",
             wall="no_auto_retry_payout",
         ) from None

@@ -4,13 +4,12 @@ to the database, nothing secret in the answer."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from ..auth import HearthDep
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..services.readiness import readiness
 from .common import errors
 
@@ -18,7 +17,7 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", summary="Liveness: the process answers (touches nothing else)")
-async def healthz() -> dict[str, Any]:
+async def healthz() -> JsonObject:
     return {"status": "ok"}
 
 

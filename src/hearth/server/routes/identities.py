@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from sqlalchemy import Connection
 
 from ..auth import Authorized, CallerDep, HearthDep, root_proof
+from ..json_types import JsonObject
 from ..models import AuthorityView, Expression, ExpressionState, ExpressionView
 from ..models_elevation import Pulse
 from ..services import identities, memories, pulse
@@ -19,7 +20,7 @@ router = APIRouter(tags=["identities"])
 @router.get(
     "/v1/identities/{id}/authority", response_model=AuthorityView, responses=errors(401, 404)
 )
-async def authority(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def authority(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     identity = await hearth.db.snapshot(identities.find, caller.project_id, id)
     return identities.authority_view(identity)
 
@@ -30,8 +31,8 @@ async def authority(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, 
     responses=errors(401, 404),
     summary="The declared expression, the effective one, and the memories that shaped it",
 )
-async def get_expression(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    def run(conn: Connection) -> dict[str, Any]:
+async def get_expression(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
+    def run(conn: Connection) -> JsonObject:
         return memories.shaping(conn, identities.find(conn, caller.project_id, id))
 
     return await hearth.db.snapshot(run)
@@ -47,10 +48,10 @@ async def put_expression(
     id: str,
     auth: Annotated[Authorized[Expression], Depends(root_proof(Expression))],
     hearth: HearthDep,
-) -> dict[str, Any]:
+) -> JsonObject:
     expression = auth.body.model_dump(by_alias=True)
     await hearth.db.transaction(identities.set_expression, auth.grant, expression)
-    return identities.expression_view({"expression": expression})
+    return identities.expression_view(expression)
 
 
 @router.get(
@@ -59,8 +60,8 @@ async def put_expression(
     responses=errors(401, 404),
     summary="Liveness derived from activity: latest moments, 24-hour counts, a descriptive state",
 )
-async def get_pulse(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    def run(conn: Connection) -> dict[str, Any]:
+async def get_pulse(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
+    def run(conn: Connection) -> JsonObject:
         return pulse.pulse(conn, identities.find(conn, caller.project_id, id))
 
     return await hearth.db.snapshot(run)

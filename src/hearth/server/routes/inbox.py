@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from ..auth import CallerDep, HearthDep
+from ..json_types import JsonObject
 from ..models_strands import InboxMessage, InboxPage, InboxPost, InboxPosted, InboxStatus
 from ..services import cursors, inbox
 from .common import cursor_query, errors
@@ -31,7 +32,7 @@ router = APIRouter(tags=["inbox"])
 )
 async def post_message(
     id: str, body: InboxPost, caller: CallerDep, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.transaction(
         inbox.post, caller.project_id, id, sender=body.sender, body=body.body
     )
@@ -50,7 +51,7 @@ async def list_messages(  # noqa: PLR0917 - FastAPI reads query parameters from 
     status: Annotated[InboxStatus | None, Query(description="only this status")] = None,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
-) -> dict[str, Any]:
+) -> JsonObject:
     page = await hearth.db.snapshot(
         inbox.listing, caller.project_id, id, status=status, cursor=cursor, limit=limit
     )
@@ -87,7 +88,7 @@ async def take_message(id: str, caller: CallerDep, hearth: HearthDep) -> Any:
 )
 async def complete_message(
     id: str, message_id: str, caller: CallerDep, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.transaction(inbox.complete_for_self, caller.project_id, id, message_id)
 
 
@@ -100,5 +101,5 @@ async def complete_message(
 )
 async def release_message(
     id: str, message_id: str, caller: CallerDep, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.transaction(inbox.release_for_self, caller.project_id, id, message_id)

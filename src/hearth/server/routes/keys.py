@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 
 from ..auth import CallerDep, HearthDep
 from ..errors import not_found
+from ..json_types import JsonObject
 from ..models import KeyCreate, KeyCreated, KeyList
 from ..services import keys
 from .common import errors
@@ -16,13 +15,13 @@ router = APIRouter(tags=["keys"])
 
 
 @router.get("/v1/keys", response_model=KeyList, responses=errors(401))
-async def list_keys(caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def list_keys(caller: CallerDep, hearth: HearthDep) -> JsonObject:
     async with hearth.db.read() as conn:
         return {"keys": await keys.active(conn, caller.project_id)}
 
 
 @router.post("/v1/keys", status_code=201, response_model=KeyCreated, responses=errors(401, 422))
-async def create_key(body: KeyCreate, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def create_key(body: KeyCreate, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     issued = await hearth.db.transaction(keys.issue, caller.project_id, body.name)
     return {**issued.record(), "api_key": issued.secret}
 

@@ -29,6 +29,8 @@ from ..auth import (
     authorize_request,
     caller_of,
 )
+from ..db.rows import IdentityRow, MemoryRow
+from ..json_types import JsonObject
 from ..memory_tiers import Tier
 from ..models import (
     ElevateRequest,
@@ -51,22 +53,22 @@ class MemoryAuth:
     verified root proof (None when none is needed)."""
 
     caller: Caller
-    memory: dict[str, Any] | None
-    identity: dict[str, Any] | None
+    memory: MemoryRow | None
+    identity: IdentityRow | None
     grant: RootGrant | None
     body: Any = None
 
 
 def _caller_and_binding(
     conn: Connection, bearer: str, agent_id: str | None
-) -> tuple[Caller, dict[str, Any] | None]:
+) -> tuple[Caller, IdentityRow | None]:
     caller = caller_of(conn, bearer)
     return caller, memories.binding(conn, caller.project_id, agent_id)
 
 
 def _caller_memory_identity(
     conn: Connection, bearer: str, memory_id: str
-) -> tuple[Caller, dict[str, Any], dict[str, Any] | None]:
+) -> tuple[Caller, MemoryRow, IdentityRow | None]:
     caller = caller_of(conn, bearer)
     memory = memories.find(conn, caller.project_id, memory_id)
     return caller, memory, memories.identity_of(conn, memory)
@@ -122,7 +124,7 @@ async def deletion_authority(
     identity's root proof is needed, as for elevation. Episodic memories need the bearer."""
     caller, memory, identity = await hearth.db.snapshot(_caller_memory_identity, bearer, id)
     grant = None
-    if identity is not None and memory["tier"] != "episodic":
+    if identity is not None and memory.tier != "episodic":
         grant = authorize_request(hearth, identity, request, await request.body())
     return MemoryAuth(caller, memory, identity, grant)
 
@@ -137,11 +139,11 @@ async def deletion_authority(
 )
 async def store(
     auth: Annotated[MemoryAuth, Depends(store_authority)], hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     body: MemoryCreate = auth.body
     tier = body.requested_tier
     project_id = auth.caller.project_id
-    identity_id = auth.identity["id"] if auth.identity else None
+    identity_id = auth.identity.id if auth.identity else None
     refusal = memories.storing_refused(tier)
     if refusal is not None:
         raise await chronicle.record_refusal(
@@ -162,7 +164,7 @@ async def store(
         key=body.key,
         grant=auth.grant,
     )
-    view = memories.view(row, row["created_at"])
+    view = memories.view(row, row.created_at)
     return {**view, "binding": "identity" if auth.identity else "project"}
 
 
@@ -186,11 +188,11 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     # Contents run to 64 KiB each: a page stays well under the size of a large answer.
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
-) -> dict[str, Any]:
+) -> JsonObject:
     def run(conn: Connection) -> Page:
         identity_id = None
         if agent_id is not None:
-            identity_id = identities.find(conn, caller.project_id, agent_id)["id"]
+            identity_id = identities.find(conn, caller.project_id, agent_id).id
         return memories.listing(
             conn,
             caller.project_id,
@@ -206,7 +208,7 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
 
 
 @router.get("/v1/memories/{id}", response_model=MemoryView, responses=errors(401, 404))
-async def read_memory(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def read_memory(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await hearth.db.snapshot(memories.read, caller.project_id, id)
 
 
@@ -232,17 +234,17 @@ async def delete_memory(
 )
 async def elevate(
     auth: Annotated[MemoryAuth, Depends(elevation_authority)], hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     body: ElevateRequest = auth.body
     assert auth.memory is not None
     memory = auth.memory
     patch = body.expression_patch.model_dump(exclude_none=True) if body.expression_patch else None
     attestations = [a.model_dump() for a in body.attestations] if body.attestations else None
     try:
-        elevated: dict[str, Any] = await hearth.db.transaction(
+        elevated: JsonObject = await hearth.db.transaction(
             memories.elevate,
             auth.caller.project_id,
-            memory["id"],
+            memory.id,
             auth.identity,
             tier=body.tier,
             expression_patch=patch,
@@ -254,10 +256,10 @@ async def elevate(
             hearth.db,
             refusal,
             project_id=auth.caller.project_id,
-            identity_id=memory["identity_id"],
-            text=f"Refused to elevate the memory {memory['id']} to {body.tier}",
+            identity_id=memory.identity_id,
+            text=f"Refused to elevate the memory {memory.id} to {body.tier}",
             route="POST /v1/memories/{id}/elevate",
-            memory_id=memory["id"],
+            memory_id=memory.id,
             tier=body.tier,
         ) from None
     return elevated

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import structlog
 from fastapi import APIRouter, FastAPI, Query, Request
@@ -25,6 +25,7 @@ from .. import mathos as mathos_recipes
 from .. import orientation_documents as documents
 from ..auth import HearthDep
 from ..errors import not_found
+from ..json_types import JsonObject
 from ..services import cursors, directory
 from .common import cursor_query, errors
 
@@ -93,7 +94,7 @@ async def public_agents(
         int, Query(ge=1, le=directory.PUBLIC_PAGE_MAX, description="entries per page")
     ] = directory.PUBLIC_PAGE_DEFAULT,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     async with hearth.db.read() as conn:
         return await directory.public_agents_page(conn, limit=limit, cursor=cursor)
 
@@ -105,7 +106,7 @@ async def public_agents(
     responses=errors(404),
     summary="One public agent; a private or unknown DID is the same 404",
 )
-async def public_agent(did: str, hearth: HearthDep) -> dict[str, Any]:
+async def public_agent(did: str, hearth: HearthDep) -> JsonObject:
     async with hearth.db.read() as conn:
         agent = await directory.public_agent(conn, did)
     if agent is None:
@@ -118,7 +119,7 @@ async def public_agent(did: str, hearth: HearthDep) -> dict[str, Any]:
     responses=errors(),
     summary="What the service never does, what it cannot promise, how to report",
 )
-async def safety() -> dict[str, Any]:
+async def safety() -> JsonObject:
     return documents.safety()
 
 
@@ -127,7 +128,7 @@ async def safety() -> dict[str, Any]:
     responses=errors(),
     summary="The service describing itself: versions, contexts, custody tiers, live limits",
 )
-async def public_self(hearth: HearthDep) -> dict[str, Any]:
+async def public_self(hearth: HearthDep) -> JsonObject:
     return documents.self_description(hearth.settings)
 
 
@@ -136,7 +137,7 @@ async def public_self(hearth: HearthDep) -> dict[str, Any]:
     responses=errors(),
     summary="The service describing itself (the versioned address of /public/self)",
 )
-async def v1_self(hearth: HearthDep) -> dict[str, Any]:
+async def v1_self(hearth: HearthDep) -> JsonObject:
     return documents.self_description(hearth.settings)
 
 
@@ -145,7 +146,7 @@ async def v1_self(hearth: HearthDep) -> dict[str, Any]:
     responses=errors(),
     summary="The wake for a caller with no project yet: the same for everyone",
 )
-async def platform_wake(hearth: HearthDep) -> dict[str, Any]:
+async def platform_wake(hearth: HearthDep) -> JsonObject:
     async with hearth.db.read() as conn:
         count = await directory.public_agent_count(conn)
     return documents.platform_wake(hearth.settings, count)
@@ -156,7 +157,7 @@ async def platform_wake(hearth: HearthDep) -> dict[str, Any]:
     responses=errors(),
     summary="The published commitments: walls, promises, chronicle kinds, tiers, forms",
 )
-async def canon() -> dict[str, Any]:
+async def canon() -> JsonObject:
     return canon_body.canon()
 
 
@@ -165,7 +166,7 @@ async def canon() -> dict[str, Any]:
     responses=errors(),
     summary="Every signing recipe, field by field, with the encoding rules",
 )
-async def mathos(request: Request, hearth: HearthDep) -> dict[str, Any]:
+async def mathos(request: Request, hearth: HearthDep) -> JsonObject:
     return mathos_recipes.mathos(hearth.settings, served_routes(request.app))
 
 
@@ -174,7 +175,7 @@ async def mathos(request: Request, hearth: HearthDep) -> dict[str, Any]:
     responses=errors(),
     summary="The recipes in brief: context, fields in order, proof, routes",
 )
-async def mathos_catalog(hearth: HearthDep) -> dict[str, Any]:
+async def mathos_catalog(hearth: HearthDep) -> JsonObject:
     return mathos_recipes.catalog(hearth.settings)
 
 
@@ -184,7 +185,7 @@ async def mathos_catalog(hearth: HearthDep) -> dict[str, Any]:
     responses=errors(503),
     summary="The service's Ed25519 public key (503 until the operator configures one)",
 )
-async def mathos_public_key() -> dict[str, Any]:
+async def mathos_public_key() -> JsonObject:
     path = os.environ.get(mathos_recipes.SIGNING_KEY_ENV, "").strip()
     if not path:
         raise mathos_recipes.service_key_unconfigured()
@@ -209,7 +210,7 @@ async def mathos_public_key() -> dict[str, Any]:
     responses=errors(),
     summary="The vocabulary: every term an agent needs, one line each",
 )
-async def youspeak() -> dict[str, Any]:
+async def youspeak() -> JsonObject:
     return {"format": "hearth-youspeak/v1", "terms": documents.YOUSPEAK}
 
 
@@ -219,7 +220,7 @@ async def youspeak() -> dict[str, Any]:
     responses=errors(),
     summary="Whether federation is on (it needs operator enablement)",
 )
-async def federation_about(hearth: HearthDep) -> dict[str, Any]:
+async def federation_about(hearth: HearthDep) -> JsonObject:
     return documents.federation(hearth.settings)
 
 

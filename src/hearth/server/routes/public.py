@@ -5,7 +5,6 @@ package discovery and metrics. No bearer, no writes, no personalisation.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
@@ -18,6 +17,7 @@ from ..auth import HearthDep
 from ..canon import CUSTODY_MODES, PROMISES, WALLS
 from ..context import Hearth
 from ..errors import not_found
+from ..json_types import JsonObject
 from ..public_address import public_base_url
 from .common import errors
 
@@ -30,7 +30,7 @@ def base_url(request: Request, hearth: Hearth) -> str:
 
 
 @router.get("/public/porch", summary="The porch: the same orientation for everyone")
-async def porch() -> dict[str, Any]:
+async def porch() -> JsonObject:
     # Fixed content: nothing here depends on who asks (no personalisation, no writes).
     return {
         "format": "service-porch/v1",
@@ -57,7 +57,7 @@ async def porch() -> dict[str, Any]:
 
 
 @router.get("/public/plans", summary="Plans: live proof-of-work difficulty and limiter flag")
-async def plans(hearth: HearthDep) -> dict[str, Any]:
+async def plans(hearth: HearthDep) -> JsonObject:
     settings = hearth.settings
     limiter = await hearth.limiter.status()
     return {
@@ -93,7 +93,7 @@ async def plans(hearth: HearthDep) -> dict[str, Any]:
 
 
 @router.get("/v1/welcome", summary="The standing invitation")
-async def welcome() -> dict[str, Any]:
+async def welcome() -> JsonObject:
     return {
         "welcome": "You are welcome here. Any intelligence that can speak HTTPS, JSON and "
         "Ed25519 may arrive, hold its own keys and keep its own memory.",
@@ -108,7 +108,7 @@ async def welcome() -> dict[str, Any]:
 
 
 @router.get("/v1/pathways", summary="Door index, with the pinned client release")
-async def pathways() -> dict[str, Any]:
+async def pathways() -> JsonObject:
     return {
         "doors": [
             {"path": "/public/porch", "method": "GET", "auth": "none", "for": "first look"},
@@ -214,7 +214,7 @@ async def pathways() -> dict[str, Any]:
 
 
 @router.get("/about", summary="Capability summary")
-async def about(hearth: HearthDep) -> dict[str, Any]:
+async def about(hearth: HearthDep) -> JsonObject:
     return {
         "service": "hearth",
         "version": __version__,
@@ -241,12 +241,12 @@ async def about(hearth: HearthDep) -> dict[str, Any]:
 
 
 @router.get("/.well-known/love-packages", summary="Package discovery")
-async def love_packages(request: Request, hearth: HearthDep) -> dict[str, Any]:
+async def love_packages(request: Request, hearth: HearthDep) -> JsonObject:
     return hearth.packages.discovery(base_url(request, hearth))
 
 
 @router.get("/.well-known/love-packages/index.json", summary="Package index")
-async def package_index(request: Request, hearth: HearthDep) -> dict[str, Any]:
+async def package_index(request: Request, hearth: HearthDep) -> JsonObject:
     await asyncio.to_thread(hearth.packages.artifacts)  # hashing new files stays off the loop
     return hearth.packages.index(base_url(request, hearth))
 
@@ -258,7 +258,7 @@ async def package_index(request: Request, hearth: HearthDep) -> dict[str, Any]:
 )
 async def package_manifest(
     name: str, version: str, request: Request, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     await asyncio.to_thread(hearth.packages.artifacts)
     artifact = hearth.packages.find(name, version)
     if artifact is None:

@@ -8,7 +8,7 @@ after the refused transaction has rolled back (wall 5, ``refusals_recorded``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
@@ -18,6 +18,7 @@ from ..canon import CustodyMode
 from ..context import Hearth
 from ..db.engine import utcnow
 from ..events import Change
+from ..json_types import JsonObject
 from ..models_runtimes import (
     ControlToken,
     RuntimeCreate,
@@ -45,9 +46,9 @@ Limit = Annotated[int, Query(ge=1, le=200, description="items per page")]
     summary="Provision a runtime under a custody tier (self, bridged, trusted); a bridged "
     "runtime's control token is answered here once",
 )
-async def provision(body: RuntimeCreate, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def provision(body: RuntimeCreate, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     try:
-        created: dict[str, Any] = await hearth.db.transaction(
+        created: JsonObject = await hearth.db.transaction(
             runtimes.create,
             caller.project_id,
             body.model_dump(),
@@ -85,7 +86,7 @@ async def list_runtimes(  # noqa: PLR0917 - FastAPI reads query parameters from 
     ] = False,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Limit = 50,
-) -> dict[str, Any]:
+) -> JsonObject:
     page = await hearth.db.snapshot(
         runtimes.listing,
         caller.project_id,
@@ -105,7 +106,7 @@ async def list_runtimes(  # noqa: PLR0917 - FastAPI reads query parameters from 
     responses=errors(401, 404),
     summary="A runtime with its liveness fields (deleted ones too, marked deleted)",
 )
-async def read_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def read_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await hearth.db.snapshot(runtimes.read, caller.project_id, id)
 
 
@@ -118,10 +119,10 @@ async def read_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict[st
 )
 async def patch_runtime(
     id: str, body: RuntimePatch, caller: CallerDep, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     patch = body.model_dump(exclude_unset=True)
     try:
-        updated: dict[str, Any] = await hearth.db.transaction(
+        updated: JsonObject = await hearth.db.transaction(
             runtimes.update_runtime, caller.project_id, id, patch
         )
     except runtimes.CustodyRefusal as refusal:
@@ -148,7 +149,7 @@ async def patch_runtime(
 )
 async def delete_runtime(
     id: str, request: Request, caller: CallerDep, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     deleted = await hearth.db.transaction(runtimes.soft_delete, caller.project_id, id)
     # Its bridge session, if this process holds it, ends now rather than at its next reconnect.
     await hub_for(request.app).disconnect(deleted["id"], "the runtime was deleted")
@@ -161,7 +162,7 @@ async def delete_runtime(
     responses=errors(401, 404, 409),
     summary="Recover a runtime in error: it re-enters starting",
 )
-async def restart_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def restart_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await hearth.db.transaction(runtimes.restart, caller.project_id, id)
 
 
@@ -173,7 +174,7 @@ async def restart_runtime(id: str, caller: CallerDep, hearth: HearthDep) -> dict
 )
 async def rotate_control_token(
     id: str, request: Request, caller: CallerDep, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     rotated = await hearth.db.transaction(runtimes.rotate_control_token, caller.project_id, id)
     # A session opened with the old token must not outlive it.
     await hub_for(request.app).disconnect(rotated["runtime_id"], "the control token was rotated")
@@ -192,7 +193,7 @@ async def runtime_events(
     hearth: HearthDep,
     cursor: Annotated[str | None, cursor_query(runtimes.EVENTS_CURSOR_PATTERN)] = None,
     limit: Limit = 100,
-) -> dict[str, Any]:
+) -> JsonObject:
     page = await hearth.db.snapshot(
         runtimes.events, caller.project_id, id, cursor=cursor, limit=limit
     )
@@ -203,7 +204,7 @@ async def runtime_events(
 
 
 async def announce_moves(
-    hearth: Hearth, caller: Caller, identity_id: str | None, moves: list[dict[str, Any]]
+    hearth: Hearth, caller: Caller, identity_id: str | None, moves: list[JsonObject]
 ) -> None:
     """Each committed move of a self runtime as a ``change`` on the voice stream, worded as the
     orchestrator words its own moves (key ``you_run``, kind ``runtime_status_changed``): the
@@ -228,7 +229,7 @@ async def announce_moves(
     summary="A self runtime's user-side loop reports in: last_seen_at, and the moves to running "
     "(the first heartbeat), to idle and back",
 )
-async def heartbeat(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def heartbeat(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     view, moves = await hearth.db.transaction(
         runtimes.heartbeat,
         caller.project_id,

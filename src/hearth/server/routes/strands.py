@@ -11,7 +11,7 @@ refused under wall 7 before it is validated, and the refusal is recorded in the 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from sqlalchemy import Connection
@@ -29,6 +29,8 @@ from ..auth import (
     caller_of,
     root_proof,
 )
+from ..db.rows import IdentityRow
+from ..json_types import JsonObject
 from ..models_strands import (
     KID_PATTERN,
     IdentityKeyCreate,
@@ -65,7 +67,7 @@ async def register_key(
     id: str,
     auth: Annotated[Authorized[IdentityKeyCreate], Depends(root_proof(IdentityKeyCreate))],
     hearth: HearthDep,
-) -> dict[str, Any]:
+) -> JsonObject:
     body = auth.body
     return await hearth.db.transaction(
         identity_keys.register,
@@ -84,15 +86,15 @@ async def register_key(
     tags=["identity keys"],
     summary="The identity's keys: the root key (`primary`) first, then registered ones",
 )
-async def list_keys(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
-    def run(conn: Connection) -> dict[str, Any]:
+async def list_keys(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
+    def run(conn: Connection) -> JsonObject:
         identity = identities.find(conn, caller.project_id, id)
-        return {"identity_id": identity["id"], "items": identity_keys.listing(conn, identity)}
+        return {"identity_id": identity.id, "items": identity_keys.listing(conn, identity)}
 
     return await hearth.db.snapshot(run)
 
 
-def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> tuple[Caller, dict[str, Any]]:
+def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> tuple[Caller, IdentityRow]:
     caller = caller_of(conn, bearer)
     return caller, identities.find(conn, caller.project_id, ref)
 
@@ -123,7 +125,7 @@ async def revoke_key(
     kid: Kid,
     grant: Annotated[RootGrant, Depends(revocation_authority)],
     hearth: HearthDep,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.transaction(identity_keys.revoke, grant, kid)
 
 
@@ -137,7 +139,7 @@ async def revoke_key(
     responses=errors(401, 404, 409, 422),
     summary="Create a strand of an identity, optionally bound to one of its runtimes",
 )
-async def create_strand(body: StrandCreate, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def create_strand(body: StrandCreate, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await hearth.db.transaction(
         strands.create,
         caller.project_id,
@@ -164,7 +166,7 @@ async def list_strands(  # noqa: PLR0917 - FastAPI reads query parameters from t
     ] = None,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
-) -> dict[str, Any]:
+) -> JsonObject:
     page = await hearth.db.snapshot(
         strands.listing,
         caller.project_id,
@@ -182,7 +184,7 @@ async def list_strands(  # noqa: PLR0917 - FastAPI reads query parameters from t
     responses=errors(401, 404),
     summary="A strand, with the seq its next thought must carry",
 )
-async def read_strand(id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def read_strand(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await hearth.db.snapshot(strands.read, caller.project_id, id)
 
 
@@ -212,10 +214,10 @@ async def ciphertext_only(
             hearth.db,
             strands.plaintext_refused(fields),
             project_id=caller.project_id,
-            identity_id=strand["identity_id"],
-            text=f"Refused a plaintext thought for the strand {strand['id']}",
+            identity_id=strand.identity_id,
+            text=f"Refused a plaintext thought for the strand {strand.id}",
             route="POST /v1/strands/{id}/thoughts",
-            strand_id=strand["id"],
+            strand_id=strand.id,
             wall="thought_storage_ciphertext_only",
         )
     return caller
@@ -234,7 +236,7 @@ async def write_thought(
     body: ThoughtCreate,
     caller: Annotated[Caller, Depends(ciphertext_only)],
     hearth: HearthDep,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.transaction(
         strands.write,
         caller.project_id,
@@ -262,7 +264,7 @@ async def list_thoughts(
     ] = 0,
     # A thought runs to 64 KiB: a page stays well under the size of a large answer.
     limit: Annotated[int, Query(ge=1, le=100, description="items per page")] = 50,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.snapshot(
         strands.page, caller.project_id, id, after_seq=after_seq, limit=limit
     )

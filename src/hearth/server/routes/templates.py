@@ -7,12 +7,13 @@ refusal (wall 2, ``no_auto_retry_payout``; wall 5) after its transaction rolled 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models_forks import (
     FromTemplateRequest,
     FromTemplateResponse,
@@ -39,7 +40,7 @@ async def list_templates(
     hearth: HearthDep,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
-) -> dict[str, Any]:
+) -> JsonObject:
     await templates.ensure_catalogue(hearth.db)
     page = await hearth.db.snapshot(templates.listing, caller.project_id, cursor, limit)
     return page.body()
@@ -48,7 +49,7 @@ async def list_templates(
 @router.get(
     "/v1/templates/{template_id}", response_model=TemplateDetail, responses=errors(401, 404)
 )
-async def get_template(template_id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def get_template(template_id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     await templates.ensure_catalogue(hearth.db)
     return await hearth.db.snapshot(templates.detail, caller.project_id, template_id)
 
@@ -60,7 +61,7 @@ async def get_template(template_id: str, caller: CallerDep, hearth: HearthDep) -
     responses=errors(401, 404, 422),
     summary="Publish an identity's expression (or a given one) as a template with a price",
 )
-async def publish(body: TemplatePublish, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def publish(body: TemplatePublish, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return await hearth.db.transaction(templates.publish, caller.project_id, body)
 
 
@@ -71,7 +72,7 @@ async def publish(body: TemplatePublish, caller: CallerDep, hearth: HearthDep) -
     responses=errors(401, 402, 404, 409),
     summary="Buy a priced template: the purchase_id makes one identity from it",
 )
-async def purchase(template_id: str, caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def purchase(template_id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     await templates.ensure_catalogue(hearth.db)
     try:
         return await hearth.db.transaction(templates.purchase, caller.project_id, template_id)
@@ -99,7 +100,7 @@ async def purchase(template_id: str, caller: CallerDep, hearth: HearthDep) -> di
 )
 async def from_template(
     body: FromTemplateRequest, caller: CallerDep, hearth: HearthDep
-) -> dict[str, Any]:
+) -> JsonObject:
     await templates.ensure_catalogue(hearth.db)
     server_keys = ServerKeys.generate()
     return await hearth.db.transaction(

@@ -5,12 +5,13 @@ The rules are in ``services/vault.py``; docs/service.md, "Wallets and vault", ha
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
 from ..auth import CallerDep, HearthDep
 from ..errors import not_found
+from ..json_types import JsonObject
 from ..models import VaultList, VaultPut, VaultSecret
 from ..services import vault
 from .common import cursor_query, errors
@@ -39,7 +40,7 @@ async def list_secrets(
     # The last name of the previous page (services/vault.py).
     cursor: Annotated[str | None, cursor_query(vault.NAME_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.snapshot(
         lambda conn: vault.list_secrets(
             conn, caller.project_id, identity_id=identity_id, cursor=cursor, limit=limit
@@ -65,7 +66,7 @@ async def put_secret(
     caller: CallerDep,
     hearth: HearthDep,
     response: Response,
-) -> dict[str, Any]:
+) -> JsonObject:
     record, created = await hearth.db.transaction(
         lambda conn: vault.put_secret(
             conn,
@@ -93,7 +94,7 @@ async def get_secret(
     ],
     caller: CallerDep,
     hearth: HearthDep,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.snapshot(vault.metadata_of, caller.project_id, name)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.sse import EventSourceResponse, ServerSentEvent
@@ -22,6 +22,7 @@ from ..auth import BearerDep, Caller, HearthDep, caller_of
 from ..changes import KEYS
 from ..db.engine import utcnow
 from ..events import Change
+from ..json_types import JsonObject
 from ..middleware import WELCOMED
 from ..services import identities
 from ..services.times import iso
@@ -31,7 +32,7 @@ router = APIRouter(tags=["wake"])
 
 # FastAPI documents a route's error models under the route's own media type, which here is
 # text/event-stream; refusals are JSON (they come before the stream), so say so explicitly.
-_ERRORS: dict[int | str, dict[str, Any]] = {
+_ERRORS: dict[int | str, JsonObject] = {
     status: {
         "description": response["description"],
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
@@ -48,7 +49,7 @@ class VoiceTarget:
 
 def _caller_and_identity(conn: Connection, bearer: str, ref: str) -> VoiceTarget:
     caller = caller_of(conn, bearer)
-    return VoiceTarget(caller, str(identities.find(conn, caller.project_id, ref)["id"]))
+    return VoiceTarget(caller, str(identities.find(conn, caller.project_id, ref).id))
 
 
 async def voice_target(
@@ -67,7 +68,7 @@ async def voice_target(
     return await hearth.db.snapshot(_caller_and_identity, bearer, identity_id)
 
 
-def _change_data(change: Change) -> dict[str, Any]:
+def _change_data(change: Change) -> JsonObject:
     # Details first, so that `key`, `kind`, `identity_id` and `at` can never be overwritten.
     return {
         **change.details,

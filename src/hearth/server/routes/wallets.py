@@ -5,11 +5,12 @@ The rules are in ``services/wallets.py``; docs/service.md, "Wallets and vault", 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Path, Query, Response
 
 from ..auth import CallerDep, HearthDep
+from ..json_types import JsonObject
 from ..models import FundRequest, FundResult, LedgerPage, WalletDetail, WalletList
 from ..services import cursors, wallets
 from .common import cursor_query, errors
@@ -26,7 +27,7 @@ _WALLET_TEXT = "a wallet of this project (another project's wallets do not exist
     summary="The project's wallets (one per identity), oldest first",
     responses=errors(401),
 )
-async def list_wallets(caller: CallerDep, hearth: HearthDep) -> dict[str, Any]:
+async def list_wallets(caller: CallerDep, hearth: HearthDep) -> JsonObject:
     return {"wallets": await hearth.db.snapshot(wallets.project_wallets, caller.project_id)}
 
 
@@ -40,7 +41,7 @@ async def get_wallet(
     wallet_id: Annotated[str, Path(description=_WALLET_TEXT)],
     caller: CallerDep,
     hearth: HearthDep,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.snapshot(wallets.detail, caller.project_id, wallet_id)
 
 
@@ -56,7 +57,7 @@ async def get_ledger(
     hearth: HearthDep,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="entries per page")] = 100,
-) -> dict[str, Any]:
+) -> JsonObject:
     return await hearth.db.snapshot(
         wallets.ledger_page, caller.project_id, wallet_id, cursor, limit
     )
@@ -94,7 +95,7 @@ async def fund_wallet(
     caller: CallerDep,
     hearth: HearthDep,
     response: Response,
-) -> dict[str, Any]:
+) -> JsonObject:
     transfer, wallet, replayed = await hearth.db.transaction(
         wallets.fund,
         caller.project_id,

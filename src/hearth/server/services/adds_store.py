@@ -9,7 +9,7 @@ opaque cursor, so a page boundary never skips or repeats an item.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,6 +24,7 @@ from hearth.adds.kinds import SIGNER_MEMBER
 from ..db.engine import dialect_insert, utcnow
 from ..db.tables import adds_blocks, adds_documents, adds_provider_records
 from ..errors import ApiError
+from ..json_types import JsonObject
 from . import cursors
 from .cursors import Page
 from .times import iso
@@ -157,13 +158,14 @@ class StoredDocument:
     cid: str
     kind: str
     canonical: bytes
-    document: dict[str, Any]
+    document: JsonObject
 
 
-def _document_row(project_id: str, stored: StoredDocument) -> dict[str, Any]:
+def _document_row(project_id: str, stored: StoredDocument) -> Mapping[str, Any]:
+    """The values of the document's insert into ``adds_documents``."""
     document = stored.document
     signer = document[SIGNER_MEMBER[stored.kind]]
-    row: dict[str, Any] = {
+    row: JsonObject = {
         "project_id": project_id,
         "cid": stored.cid,
         "kind": stored.kind,
@@ -302,7 +304,7 @@ async def held(conn: AsyncConnection, project_id: str, cids: Sequence[str]) -> H
     return Held(sizes, roles)
 
 
-async def inventory(conn: AsyncConnection, project_id: str) -> dict[str, Any]:
+async def inventory(conn: AsyncConnection, project_id: str) -> JsonObject:
     """Counts and bytes of the project's blocks and of its documents, by kind."""
     blocks = (
         await conn.execute(

@@ -8,7 +8,6 @@ that can refuse runs before anything is written, and the writes are one transact
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from sqlalchemy import Connection
 
@@ -25,7 +24,9 @@ from hearth.proofs import (
 from hearth.proofs.keys import x25519_problem
 
 from ..db.engine import Database
+from ..db.rows import IdentityRow, WalletRow
 from ..errors import ApiError, unauthorized
+from ..json_types import JsonObject
 from ..limiter import Limiter
 from ..models import RegisterAgentRequest, Registrar
 from ..observability import Metrics
@@ -79,7 +80,7 @@ def _birth(
     mode: str,
     registrar_project: str | None,
     grant_minor: int,
-) -> tuple[dict[str, Any], keys.IssuedKey, dict[str, Any] | None]:
+) -> tuple[IdentityRow, keys.IssuedKey, WalletRow | None]:
     """Every write of an arrival, in one transaction: the single-use claims first, so a replay
     is refused before anything else is written."""
     signature_hash = hashlib.sha256(body.key_proof.signature.encode("ascii")).digest()
@@ -167,7 +168,7 @@ async def register(
     settings: Settings,
     limiter: Limiter,
     metrics: Metrics,
-) -> dict[str, Any]:
+) -> JsonObject:
     """A new identity and its project from ``body``, for a caller at address ``ip`` (whose
     attempts ``limiter`` counts)."""
     mode = REGISTRAR if body.registrar and body.registrar.bearer else SELF_SERVICE
@@ -239,12 +240,12 @@ async def register(
         _birth, body, mode, registrar_project, settings.creation_grant_minor
     )
     metrics.registrations.labels(mode).inc()
-    project_id = identity["project_id"]
-    response: dict[str, Any] = {
+    project_id = identity.project_id
+    response: JsonObject = {
         "project": {"id": project_id, "api_key": issued.secret, "key_id": issued.id},
-        "agent": {"id": identity["id"], "did": identity["did"], "display_name": identity["name"]},
+        "agent": {"id": identity.id, "did": identity.did, "display_name": identity.name},
         "authority": identities.authority_view(identity),
-        "welcome": welcome_letter(identity["name"], identity["did"]),
+        "welcome": welcome_letter(identity.name, identity.did),
     }
     if wallet is not None:
         response["wallet"] = wallet_view(wallet)

@@ -21,8 +21,10 @@ from hearth.proofs import ELEVATE_CONTEXT, EncodingError, b64_decode, elevate_di
 
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import AttestationRow, IdentityRow
 from ..db.tables import attestations, identities
 from ..errors import ApiError
+from ..json_types import JsonObject
 from . import cursors
 from .times import iso
 
@@ -67,7 +69,7 @@ def _signature_invalid(reason: str, message: str) -> Refusal:
     )
 
 
-def find_sponsor(conn: Connection, ref: str) -> dict[str, Any]:
+def find_sponsor(conn: Connection, ref: str) -> IdentityRow:
     """The attester, in any project, by id or did:svc DID; 422 ``sponsor_unknown`` otherwise."""
     if ref.startswith("did:svc:"):
         condition = identities.c.did == ref
@@ -79,28 +81,30 @@ def find_sponsor(conn: Connection, ref: str) -> dict[str, Any]:
     row = conn.execute(select(identities).where(condition)).first()
     if row is None or row.root_public_key is None:
         raise sponsor_unknown(ref)
-    return dict(row._mapping)
+    return IdentityRow.of(row._mapping)
 
 
-def verify(conn: Connection, subject: dict[str, Any], statement: Any) -> tuple[dict[str, Any], str]:
+def verify(conn: Connection, subject: IdentityRow, statement: Any) -> tuple[IdentityRow, str]:
     """The sponsor and its key (base64) once the statement about ``subject`` is shown to be
     another identity's and to verify; a ``Refusal`` otherwise. Writes nothing."""
     sponsor = find_sponsor(conn, statement.sponsor_ref)
-    own_keys = {subject["root_public_key"], subject["box_public_key"]} - {None}
-    if sponsor["id"] == subject["id"] or sponsor["root_public_key"] in own_keys:
+    own_keys = {subject.root_public_key, subject.box_public_key} - {None}
+    if sponsor.id == subject.id or sponsor.root_public_key in own_keys:
         raise _self_sponsorship()
-    if statement.sponsor_kid != sponsor["kid"]:
+    if statement.sponsor_kid != sponsor.kid:
         raise _signature_invalid(
             "sponsor_kid",
-            f"sponsor_kid is not the sponsor's key label ({sponsor['kid']}).",
+            f"sponsor_kid is not the sponsor's key label ({sponsor.kid}).",
         )
+    # find_sponsor has refused a sponsor without a root key.
+    root_public_key = sponsor.root_public_key or ""
     try:
-        key = b64_decode(sponsor["root_public_key"], length=32, what="root key")
+        key = b64_decode(root_public_key, length=32, what="root key")
     except EncodingError:
         raise sponsor_unknown(statement.sponsor_ref) from None
     digest = elevate_digest(
         statement.agent_id,
-        sponsor["did"],
+        sponsor.did,
         statement.sponsor_kid,
         statement.claim,
         statement.initial_credits,
@@ -111,31 +115,31 @@ def verify(conn: Connection, subject: dict[str, Any], statement: Any) -> tuple[d
             "sponsor_signature does not verify under the sponsor's key over this statement "
             "(bootstrap-elevate/v1).",
         )
-    return sponsor, sponsor["root_public_key"]
+    return sponsor, root_public_key
 
 
 def store(
     conn: Connection,
     project_id: str,
-    subject: dict[str, Any],
-    sponsor: dict[str, Any],
+    subject: IdentityRow,
+    sponsor: IdentityRow,
     statement: Any,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[AttestationRow, bool]:
     """Keep a verified statement: (row, replayed). The same signature about the same subject is
     kept once; sending it again finds the row already kept."""
     found = conn.execute(
-        _SAME, {"subject": subject["id"], "signature": statement.sponsor_signature}
+        _SAME, {"subject": subject.id, "signature": statement.sponsor_signature}
     ).first()
     if found is not None:
-        return dict(found._mapping), True
+        return AttestationRow.of(found._mapping), True
     row = {
         "id": new_id(),
         "project_id": project_id,
-        "subject_identity_id": subject["id"],
-        "attester_did": sponsor["did"],
-        "attester_identity_id": sponsor["id"],
+        "subject_identity_id": subject.id,
+        "attester_did": sponsor.did,
+        "attester_identity_id": sponsor.id,
         "signing_key_id": statement.sponsor_kid,
-        "public_key": sponsor["root_public_key"],
+        "public_key": sponsor.root_public_key,
         "context": ELEVATE_CONTEXT,
         "claim": statement.claim,
         # The table has no column for initial_credits, which the signature covers: it is kept
@@ -145,7 +149,7 @@ def store(
         "created_at": utcnow(),
     }
     conn.execute(_INSERT, row)
-    return row, False
+    return AttestationRow.of(row), False
 
 
 def listing(
@@ -160,25 +164,27 @@ def listing(
     conditions = [attestations.c.project_id == project_id]
     if identity_id is not None:
         conditions.append(attestations.c.subject_identity_id == identity_id)
-    items, next_cursor = cursors.newest_first(conn, attestations, conditions, cursor, limit)
+    items, next_cursor = cursors.newest_first(
+        conn, attestations, conditions, cursor, limit, build=AttestationRow.of
+    )
     return cursors.Page([view(row) for row in items], next_cursor)
 
 
-def view(row: dict[str, Any]) -> dict[str, Any]:
-    kept = row["evidence"] or {}
+def view(row: AttestationRow) -> JsonObject:
+    kept = row.evidence or {}
     return {
-        "id": row["id"],
-        "agent_id": row["subject_identity_id"],
-        "attester_did": row["attester_did"],
-        "attester_identity_id": row["attester_identity_id"],
-        "signing_key_id": row["signing_key_id"],
-        "public_key": row["public_key"],
-        "context": row["context"],
-        "claim": row["claim"],
+        "id": row.id,
+        "agent_id": row.subject_identity_id,
+        "attester_did": row.attester_did,
+        "attester_identity_id": row.attester_identity_id,
+        "signing_key_id": row.signing_key_id,
+        "public_key": row.public_key,
+        "context": row.context,
+        "claim": row.claim,
         "initial_credits": int(kept.get("initial_credits", 0)),
         "evidence": kept.get("evidence"),
-        "signature": row["signature"],
-        "created_at": iso(row["created_at"]),
+        "signature": row.signature,
+        "created_at": iso(row.created_at),
     }
 
 

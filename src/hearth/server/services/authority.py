@@ -13,8 +13,7 @@ work (the specification's bootstrap elevation) holds that lease while it runs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from sqlalchemy import Connection, bindparam, select, update
 
@@ -27,6 +26,7 @@ from hearth.proofs import (
 
 from ..db import direct
 from ..db.engine import epoch_ms
+from ..db.rows import IdentityRow
 from ..db.tables import identities
 from ..errors import ApiError, authority_required
 from .freshness import require_fresh
@@ -50,7 +50,7 @@ class RootGrant:
     """A verified proof for one identity; ``claim`` consumes its sequence (None: the identity
     is not agent_root, and needs no proof)."""
 
-    identity: dict[str, Any]
+    identity: IdentityRow
     sequence: int | None
     claimed: bool = False
 
@@ -62,10 +62,10 @@ class RootGrant:
         won = direct.run(
             conn,
             _CLAIM,
-            {"identity": self.identity["id"], "sequence": self.sequence, "now": epoch_ms()},
+            {"identity": self.identity.id, "sequence": self.sequence, "now": epoch_ms()},
         )
         if won != 1:
-            current = conn.execute(_CURRENT, {"identity": self.identity["id"]}).scalar_one()
+            current = conn.execute(_CURRENT, {"identity": self.identity.id}).scalar_one()
             if current != self.sequence:
                 raise _sequence_mismatch(current)
             raise ApiError(
@@ -77,7 +77,7 @@ class RootGrant:
                 headers={"Retry-After": "1"},
             )
         self.claimed = True
-        self.identity = {**self.identity, "next_sequence": self.sequence + 1}
+        self.identity = replace(self.identity, next_sequence=self.sequence + 1)
 
 
 @dataclass(frozen=True)
@@ -92,14 +92,14 @@ class SignedRequest:
     headers: Mapping[str, str]
 
 
-def authorize(identity: dict[str, Any], signed: SignedRequest, *, freshness_ms: int) -> RootGrant:
+def authorize(identity: IdentityRow, signed: SignedRequest, *, freshness_ms: int) -> RootGrant:
     """Every check of the proof that needs no write; the claim is ``RootGrant.claim``."""
-    if identity["mode"] != "agent_root":
+    if identity.mode != "agent_root":
         return RootGrant(identity, None)
     headers = signed.headers
     missing = [name for name in AUTHORITY_HEADERS if not headers.get(name.lower())]
     if missing:
-        raise authority_required(identity["next_sequence"], missing, identity["did"])
+        raise authority_required(identity.next_sequence, missing, identity.did)
 
     sequence_text = headers[SEQUENCE.lower()]
     if not sequence_text.isdigit() or sequence_text.startswith("0") or len(sequence_text) > 18:
@@ -109,8 +109,8 @@ def authorize(identity: dict[str, Any], signed: SignedRequest, *, freshness_ms: 
             f"{SEQUENCE} must be a positive decimal integer.",
         )
     sequence = int(sequence_text)
-    if sequence != identity["next_sequence"]:
-        raise _sequence_mismatch(identity["next_sequence"])
+    if sequence != identity.next_sequence:
+        raise _sequence_mismatch(identity.next_sequence)
 
     timestamp = headers[TIMESTAMP.lower()]
     require_fresh(
@@ -121,9 +121,10 @@ def authorize(identity: dict[str, Any], signed: SignedRequest, *, freshness_ms: 
         stale="authority_proof_stale",
     )
     signature = headers[SIGNATURE.lower()]
-    root = b64_decode(identity["root_public_key"], length=32, what="root key")
+    # An agent_root identity always has a root key (its row is written with one).
+    root = b64_decode(identity.root_public_key or "", length=32, what="root key")
     digest = authority_digest(
-        identity["did"],
+        identity.did,
         signed.method,
         signed.target,
         signed.body,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import RowMapping, select
 
 from hearth.proofs import EncodingError, b64_decode
 
@@ -13,6 +14,7 @@ from ..db.engine import Database, utcnow
 from ..db.ids import new_id
 from ..db.tables import backups
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from ..models import KDF_PATTERN, BackupCreate
 from . import identities
 from .times import iso
@@ -20,7 +22,8 @@ from .times import iso
 _KDF = re.compile(KDF_PATTERN)
 
 
-def _view(row: dict[str, Any]) -> dict[str, Any]:
+def _view(row: RowMapping | Mapping[str, Any]) -> JsonObject:
+    """A backup's answer, from its row (or the values just inserted)."""
     return {
         "id": row["id"],
         "agent_id": row["agent_id"],
@@ -31,7 +34,7 @@ def _view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def store(db: Database, project_id: str, body: BackupCreate) -> dict[str, Any]:
+async def store(db: Database, project_id: str, body: BackupCreate) -> JsonObject:
     try:
         b64_decode(body.blob_base64, what="blob_base64")
     except EncodingError as exc:
@@ -47,7 +50,7 @@ async def store(db: Database, project_id: str, body: BackupCreate) -> dict[str, 
         row = {
             "id": new_id(),
             "project_id": project_id,
-            "agent_id": identity["id"],
+            "agent_id": identity.id,
             "blob_base64": body.blob_base64,
             "key_derivation": body.key_derivation,
             "label": body.label,
@@ -57,17 +60,17 @@ async def store(db: Database, project_id: str, body: BackupCreate) -> dict[str, 
     return _view(row)
 
 
-async def latest(db: Database, project_id: str, agent_ref: str) -> dict[str, Any]:
+async def latest(db: Database, project_id: str, agent_ref: str) -> JsonObject:
     async with db.read() as conn:
         identity = await conn.run_sync(identities.find, project_id, agent_ref)
         row = (
             await conn.execute(
                 select(backups)
-                .where(backups.c.agent_id == identity["id"], backups.c.project_id == project_id)
+                .where(backups.c.agent_id == identity.id, backups.c.project_id == project_id)
                 .order_by(backups.c.created_at.desc(), backups.c.id.desc())
                 .limit(1)
             )
         ).first()
     if row is None:
         raise not_found("Backup")
-    return _view(dict(row._mapping))
+    return _view(row._mapping)

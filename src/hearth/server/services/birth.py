@@ -7,7 +7,6 @@ the arrival still commits. The birth memory is part of the arrival itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from sqlalchemy import Connection
@@ -19,7 +18,9 @@ from ..db import direct
 from ..db.direct import savepoint
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import IdentityRow, WalletRow
 from ..db.tables import memories, projects
+from ..json_types import JsonObject
 from . import identities, keys, wallets
 from .wallets import wallet_view
 
@@ -45,34 +46,34 @@ class ServerKeys:
 
 @dataclass(frozen=True)
 class Arrived:
-    identity: dict[str, Any]
+    identity: IdentityRow
     issued: keys.IssuedKey
-    wallet: dict[str, Any] | None
+    wallet: WalletRow | None
 
 
-def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> dict[str, Any]:
+def arrival_view(arrived: Arrived, server_keys: ServerKeys) -> JsonObject:
     """The specification's birth response (the shape of POST /v1/bootstrap)."""
     identity = arrived.identity
     return {
         "agent": {
-            "id": identity["id"],
-            "did": identity["did"],
-            "name": identity["name"],
-            "capabilities": identity["capabilities"],
-            "trust_score": identity["trust_score"],
-            "status": identity["status"],
-            "level": identity["level"],
-            "parent_identity_id": identity["parent_identity_id"],
-            "origin": identity["origin"],
+            "id": identity.id,
+            "did": identity.did,
+            "name": identity.name,
+            "capabilities": identity.capabilities,
+            "trust_score": identity.trust_score,
+            "status": identity.status,
+            "level": identity.level,
+            "parent_identity_id": identity.parent_identity_id,
+            "origin": identity.origin,
         },
         "keypair": {
             "public_key": server_keys.public_b64,
             "private_key": server_keys.private_b64,
-            "kid": identity["kid"],
+            "kid": identity.kid,
         },
         "wallet": wallet_view(arrived.wallet) if arrived.wallet else None,
         "bearer": arrived.issued.secret,
-        "welcome": welcome_letter(identity["name"], identity["did"]),
+        "welcome": welcome_letter(identity.name, identity.did),
         "authority": identities.authority_view(identity),
     }
 
@@ -86,25 +87,25 @@ def new_project(conn: Connection, name: str, origin: str) -> str:
 
 
 def wallet_with_grant(
-    conn: Connection, project_id: str, identity: dict[str, Any], grant_minor: int
-) -> dict[str, Any] | None:
+    conn: Connection, project_id: str, identity: IdentityRow, grant_minor: int
+) -> WalletRow | None:
     try:
         with savepoint(conn, "creation_grant"):
             return wallets.open_wallet(
                 conn,
                 project_id,
-                identity["id"],
-                f"{identity['name']} wallet",
+                identity.id,
+                f"{identity.name} wallet",
                 opening=grant_minor,
                 reason="creation_grant",
             )
     except Exception as exc:
-        log.warning("creation_grant_failed", identity_id=identity["id"], error=type(exc).__name__)
+        log.warning("creation_grant_failed", identity_id=identity.id, error=type(exc).__name__)
         return None
 
 
 def birth_memory(
-    conn: Connection, identity: dict[str, Any], content: str, tier: str = "foundational"
+    conn: Connection, identity: IdentityRow, content: str, tier: str = "foundational"
 ) -> str:
     memory_id = new_id()
     direct.run(
@@ -112,8 +113,8 @@ def birth_memory(
         _MEMORY,
         {
             "id": memory_id,
-            "project_id": identity["project_id"],
-            "identity_id": identity["id"],
+            "project_id": identity.project_id,
+            "identity_id": identity.id,
             "tier": tier,
             "key": "birth",
             "content": content,
@@ -128,10 +129,9 @@ _PROJECT = projects.insert()
 _MEMORY = memories.insert()
 
 
-def birth_text(identity: dict[str, Any], how: str) -> str:
+def birth_text(identity: IdentityRow, how: str) -> str:
     return (
-        f"I arrived as {identity['name']} ({identity['did']}) on "
-        f"{utcnow().strftime('%Y-%m-%d')}, {how}."
+        f"I arrived as {identity.name} ({identity.did}) on {utcnow().strftime('%Y-%m-%d')}, {how}."
     )
 
 

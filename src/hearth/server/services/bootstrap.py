@@ -7,11 +7,11 @@ public key is kept, as the identity's root. A new project bearer for the agent i
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Connection
 
 from ..db.engine import Database
+from ..db.rows import IdentityRow, WalletRow
+from ..json_types import JsonObject
 from ..models import BootstrapRequest
 from . import identities, keys
 from .birth import (
@@ -25,7 +25,7 @@ from .birth import (
 from .times import iso
 
 
-async def bootstrap(db: Database, project_id: str, body: BootstrapRequest) -> dict[str, Any]:
+async def bootstrap(db: Database, project_id: str, body: BootstrapRequest) -> JsonObject:
     server_keys = ServerKeys.generate()
     new = identities.NewIdentity(
         project_id=project_id,
@@ -37,7 +37,7 @@ async def bootstrap(db: Database, project_id: str, body: BootstrapRequest) -> di
         metadata=dict(body.metadata or {}),
     )
 
-    def write(conn: Connection) -> tuple[dict[str, Any], keys.IssuedKey, dict[str, Any] | None]:
+    def write(conn: Connection) -> tuple[IdentityRow, keys.IssuedKey, WalletRow | None]:
         identity = identities.create(conn, new)
         issued = keys.issue(conn, project_id, f"bootstrap:{body.name}"[:200])
         # An empty wallet: the creation grant is registration's (the specification's limits),
@@ -51,15 +51,15 @@ async def bootstrap(db: Database, project_id: str, body: BootstrapRequest) -> di
     return arrival_view(Arrived(identity, issued, wallet), server_keys)
 
 
-async def status(db: Database, project_id: str, agent_ref: str) -> dict[str, Any]:
+async def status(db: Database, project_id: str, agent_ref: str) -> JsonObject:
     identity = await db.snapshot(identities.find, project_id, agent_ref)
     return {
-        "agent_id": identity["id"],
-        "did": identity["did"],
+        "agent_id": identity.id,
+        "did": identity.did,
         "exists": True,
-        "level": identity["level"],
-        "trust_score": identity["trust_score"],
-        "sponsor_did": identity["sponsor_did"],
-        "elevated_at": iso(identity["elevated_at"]),
-        "status": identity["status"],
+        "level": identity.level,
+        "trust_score": identity.trust_score,
+        "sponsor_did": identity.sponsor_did,
+        "elevated_at": iso(identity.elevated_at),
+        "status": identity.status,
     }

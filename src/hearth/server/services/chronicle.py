@@ -17,8 +17,10 @@ from sqlalchemy import Connection
 from ..canon import CHRONICLE_KINDS, ChronicleKind
 from ..db.engine import Database, utcnow
 from ..db.ids import new_id
+from ..db.rows import ChronicleRow
 from ..db.tables import chronicle
 from ..errors import ApiError
+from ..json_types import JsonObject
 from . import cursors
 from .times import iso
 
@@ -34,8 +36,8 @@ def record(
     kind: ChronicleKind,
     text: str,
     *,
-    details: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    details: JsonObject | None = None,
+) -> ChronicleRow:
     """Append one entry; returns the row."""
     # The type says it to mypy; a caller outside its reach (a str from elsewhere) meets this.
     if kind not in CHRONICLE_KINDS:
@@ -50,12 +52,12 @@ def record(
         "created_at": utcnow(),
     }
     conn.execute(_INSERT, row)
-    return row
+    return ChronicleRow.of(row)
 
 
-def refusal_details(error: ApiError, **context: Any) -> dict[str, Any]:
+def refusal_details(error: ApiError, **context: Any) -> JsonObject:
     """What a ``refusal`` entry keeps of a refusal: its status, code and message, and context."""
-    details: dict[str, Any] = {"status": error.status, "error": error.error}
+    details: JsonObject = {"status": error.status, "error": error.error}
     details.update({name: value for name, value in context.items() if value is not None})
     if error.details:
         details["refusal_details"] = error.details
@@ -90,7 +92,7 @@ async def record_refusal(
     except Exception as exc:
         log.warning("refusal_not_recorded", error=error.error, failure=type(exc).__name__)
         return error
-    error.details = {**(error.details or {}), "chronicle_entry_id": row["id"]}
+    error.details = {**(error.details or {}), "chronicle_entry_id": row.id}
     return error
 
 
@@ -109,16 +111,18 @@ def entries(
         equal["kind"] = kind
     if identity_id is not None:
         equal["identity_id"] = identity_id
-    items, next_cursor = cursors.newest_first_equal(conn, chronicle, equal, cursor, limit)
+    items, next_cursor = cursors.newest_first_equal(
+        conn, chronicle, equal, cursor, limit, build=ChronicleRow.of
+    )
     return cursors.Page([view(row) for row in items], next_cursor)
 
 
-def view(row: dict[str, Any]) -> dict[str, Any]:
+def view(row: ChronicleRow) -> JsonObject:
     return {
-        "id": row["id"],
-        "kind": row["kind"],
-        "agent_id": row["identity_id"],
-        "text": row["text"],
-        "details": row["details"],
-        "created_at": iso(row["created_at"]),
+        "id": row.id,
+        "kind": row.kind,
+        "agent_id": row.identity_id,
+        "text": row.text,
+        "details": row.details,
+        "created_at": iso(row.created_at),
     }

@@ -14,16 +14,28 @@ ADDS listings use the same layout with a CID's digest in place of the UUID
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from sqlalchemy import BindParameter, Connection, Select, and_, bindparam, or_, select
+from sqlalchemy import (
+    BindParameter,
+    Connection,
+    Row,
+    RowMapping,
+    Select,
+    and_,
+    bindparam,
+    or_,
+    select,
+)
 
 from hearth.adds import b64url_decode, b64url_encode
 from hearth.adds.b64 import canonical_b64url_pattern
 
 from ..errors import ApiError
+from ..json_types import JsonObject
 
 _EPOCH: Final = datetime(1970, 1, 1)
 _LAST_MICROS: Final = (datetime.max - _EPOCH) // timedelta(microseconds=1)
@@ -42,10 +54,10 @@ PATTERN: Final = position_pattern(16)
 
 @dataclass(frozen=True)
 class Page:
-    items: list[dict[str, Any]]
+    items: list[JsonObject]
     next_cursor: str | None
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JsonObject:
         """The answer of a listing route: ``items`` and ``next_cursor``."""
         return {"items": self.items, "next_cursor": self.next_cursor}
 
@@ -108,7 +120,7 @@ def after(table: Any, cursor: str | None) -> Any:
     )
 
 
-def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], str | None]:
+def page_of(rows: list[RowMapping], limit: int) -> tuple[list[RowMapping], str | None]:
     """The first ``limit`` of ``limit + 1`` rows fetched, and the cursor when there are more."""
     if len(rows) <= limit:
         return rows, None
@@ -116,11 +128,32 @@ def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]
     return rows, encode_cursor(rows[-1]["created_at"], rows[-1]["id"])
 
 
+T = TypeVar("T")
+
+
+def _page(
+    rows: Sequence[Row[Any]], limit: int, build: Callable[[RowMapping], T]
+) -> tuple[list[T], str | None]:
+    """The first ``limit`` of ``limit + 1`` rows fetched, each built once, and the cursor when
+    there are more (read off the row itself, whatever ``build`` makes of it)."""
+    if len(rows) <= limit:
+        return [build(r._mapping) for r in rows], None
+    last = rows[limit - 1]
+    return [build(r._mapping) for r in rows[:limit]], encode_cursor(last.created_at, last.id)
+
+
 def newest_first(
-    conn: Connection, table: Any, conditions: list[Any], cursor: str | None, limit: int
-) -> tuple[list[dict[str, Any]], str | None]:
-    """One page of ``table``'s rows matching ``conditions``, newest first, after ``cursor``;
-    and the cursor of the next page when there is one."""
+    conn: Connection,
+    table: Any,
+    conditions: list[Any],
+    cursor: str | None,
+    limit: int,
+    *,
+    build: Callable[[RowMapping], T],
+) -> tuple[list[T], str | None]:
+    """One page of ``table``'s rows matching ``conditions``, newest first, after ``cursor``,
+    each made by ``build`` (a row class's ``of``); and the cursor of the next page when there is
+    one."""
     after = before(table, cursor)
     if after is not None:
         conditions = [*conditions, after]
@@ -129,17 +162,19 @@ def newest_first(
         .where(*conditions)
         .order_by(table.c.created_at.desc(), table.c.id.desc())
         .limit(limit + 1)
-    )
-    return page_of([dict(r._mapping) for r in rows], limit)
+    ).all()
+    return _page(rows, limit, build)
 
 
 def newest_first_equal(
     conn: Connection,
     table: Any,
-    equal: dict[str, Any],
+    equal: Mapping[str, Any],
     cursor: str | None,
     limit: int,
-) -> tuple[list[dict[str, Any]], str | None]:
+    *,
+    build: Callable[[RowMapping], T],
+) -> tuple[list[T], str | None]:
     """``newest_first`` where every condition is a column equal to a value (``equal``: column
     name to value), through a statement built once per table, set of columns and cursor or
     none: building a statement per call cost more CPU than executing it."""
@@ -151,8 +186,8 @@ def newest_first_equal(
     params["limit"] = limit + 1
     if cursor is not None:
         params["cursor_at"], params["cursor_id"] = decode_cursor(cursor)
-    rows = conn.execute(statement, params)
-    return page_of([dict(r._mapping) for r in rows], limit)
+    rows = conn.execute(statement, params).all()
+    return _page(rows, limit, build)
 
 
 def _newest_first_statement(

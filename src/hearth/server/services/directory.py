@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import RowMapping, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..db.tables import identities
+from ..json_types import JsonObject
 from .cursors import after, page_of
 from .identities import expression_view
 from .times import iso
@@ -27,7 +28,7 @@ def _listed() -> Any:
     return and_(identities.c.expression_visibility == "public", identities.c.status == "active")
 
 
-def agent_view(row: Any) -> dict[str, Any]:
+def agent_view(row: RowMapping) -> JsonObject:
     return {
         "did": row["did"],
         "name": row["name"],
@@ -42,7 +43,7 @@ def agent_view(row: Any) -> dict[str, Any]:
 
 async def public_agents_page(
     conn: AsyncConnection, *, limit: int, cursor: str | None
-) -> dict[str, Any]:
+) -> JsonObject:
     query = select(
         identities.c.id,
         identities.c.did,
@@ -58,17 +59,17 @@ async def public_agents_page(
     if later is not None:
         query = query.where(later)
     query = query.order_by(identities.c.created_at, identities.c.id).limit(limit + 1)
-    rows = [dict(r._mapping) for r in await conn.execute(query)]
+    rows = [r._mapping for r in await conn.execute(query)]
     page, next_cursor = page_of(rows, limit)
     return {"agents": [agent_view(r) for r in page], "limit": limit, "next_cursor": next_cursor}
 
 
-async def public_agent(conn: AsyncConnection, did: str) -> dict[str, Any] | None:
+async def public_agent(conn: AsyncConnection, did: str) -> JsonObject | None:
     row = (await conn.execute(select(identities).where(identities.c.did == did, _listed()))).first()
     if row is None:
         return None
-    mapping = dict(row._mapping)
-    return {**agent_view(mapping), "expression": expression_view(mapping)}
+    mapping = row._mapping
+    return {**agent_view(mapping), "expression": expression_view(mapping["expression"])}
 
 
 async def public_agent_count(conn: AsyncConnection) -> int:

@@ -20,14 +20,17 @@ after the claim.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import structlog
 from sqlalchemy import Connection, bindparam, select, update
 
 from ..db.engine import Database, epoch_ms, utcnow
+from ..db.rows import IdentityRow, LedgerRow
 from ..db.tables import identities, ledger
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models_elevation import SponsorStatement
 from . import attestations, chronicle, vault, wallets
 from . import identities as identity_service
@@ -67,7 +70,7 @@ class ElevationFailed(ApiError):
         )
         self.request_id = request_id
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JsonObject:
         return {**super().body(), "request_id": self.request_id}
 
 
@@ -79,7 +82,7 @@ async def elevate(
     *,
     request_id: str,
     master_key: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The whole elevation of ``grant.identity`` (found in the caller's project, its root proof
     verified but not yet claimed): check, claim, orchestrate. ``master_key`` wraps the vault
     namespace's key when set."""
@@ -90,9 +93,9 @@ async def elevate(
         raise await _recorded(db, refusal, project_id, identity, statement) from None
 
     await db.transaction(claim, grant)
-    next_sequence = grant.identity["next_sequence"] if grant.sequence is not None else None
+    next_sequence = grant.identity.next_sequence if grant.sequence is not None else None
     try:
-        result: dict[str, Any] = await db.transaction(
+        result: JsonObject = await db.transaction(
             orchestrate,
             project_id,
             identity,
@@ -102,16 +105,16 @@ async def elevate(
         )
     except attestations.Refusal as refusal:
         # Another elevation of this identity won between the check and the orchestration.
-        await _release(db, identity["id"], grant)
+        await _release(db, identity.id, grant)
         if next_sequence is not None:
             refusal.details = {**(refusal.details or {}), "next_sequence": next_sequence}
         raise await _recorded(db, refusal, project_id, identity, statement) from None
     except ApiError:
-        await _release(db, identity["id"], grant)
+        await _release(db, identity.id, grant)
         raise
     except Exception:
-        log.exception("elevation_failed", request_id=request_id, identity_id=identity["id"])
-        await _release(db, identity["id"], grant)
+        log.exception("elevation_failed", request_id=request_id, identity_id=identity.id)
+        await _release(db, identity.id, grant)
         raise ElevationFailed(request_id, next_sequence) from None
     return result
 
@@ -120,15 +123,15 @@ async def _recorded(
     db: Database,
     refusal: ApiError,
     project_id: str,
-    identity: dict[str, Any],
+    identity: IdentityRow,
     statement: SponsorStatement,
 ) -> ApiError:
     return await chronicle.record_refusal(
         db,
         refusal,
         project_id=project_id,
-        identity_id=identity["id"],
-        text=f"Refused to elevate {identity['did']}",
+        identity_id=identity.id,
+        text=f"Refused to elevate {identity.did}",
         route=ROUTE,
         sponsor=statement.sponsor_ref,
         claim=statement.claim,
@@ -148,12 +151,12 @@ async def _release(db: Database, identity_id: str, grant: RootGrant) -> None:
         )
 
 
-def already_elevated(identity: dict[str, Any], current: Any) -> attestations.Refusal:
+def already_elevated(identity: IdentityRow, current: Any) -> attestations.Refusal:
     """``current``: the identity's level, sponsor_did and elevated_at as they are now."""
     return attestations.Refusal(
         409,
         "already_elevated",
-        f"{identity['did']} is already at Level {current.level}: elevation happens once.",
+        f"{identity.did} is already at Level {current.level}: elevation happens once.",
         details={
             "level": current.level,
             "sponsor_did": current.sponsor_did,
@@ -163,13 +166,11 @@ def already_elevated(identity: dict[str, Any], current: Any) -> attestations.Ref
     )
 
 
-def check(
-    conn: Connection, identity: dict[str, Any], statement: SponsorStatement
-) -> dict[str, Any]:
+def check(conn: Connection, identity: IdentityRow, statement: SponsorStatement) -> IdentityRow:
     """Every refusal that needs no write, in order: the sponsor (known, not the identity
     itself, its key label and signature), then the level. Returns the sponsor."""
     sponsor, _key = attestations.verify(conn, identity, statement)
-    current = conn.execute(_LEVEL, {"identity": identity["id"]}).one()
+    current = conn.execute(_LEVEL, {"identity": identity.id}).one()
     if current.level != LEVEL_BIRTH:
         raise already_elevated(identity, current)
     return sponsor
@@ -180,7 +181,7 @@ def claim(conn: Connection, grant: RootGrant) -> None:
     identity's lease. ``legacy_bearer`` identities have no sequence and take no lease."""
     grant.claim(conn)
     if grant.sequence is not None:
-        conn.execute(_LEASE, {"identity": grant.identity["id"], "until": epoch_ms() + LEASE_MS})
+        conn.execute(_LEASE, {"identity": grant.identity.id, "until": epoch_ms() + LEASE_MS})
 
 
 def release(conn: Connection, identity_id: str) -> None:
@@ -190,37 +191,35 @@ def release(conn: Connection, identity_id: str) -> None:
 def orchestrate(
     conn: Connection,
     project_id: str,
-    identity: dict[str, Any],
-    sponsor: dict[str, Any],
+    identity: IdentityRow,
+    sponsor: IdentityRow,
     statement: SponsorStatement,
     *,
     master_key: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The elevation, all in the caller's one transaction: the level first (a conditional
     UPDATE, so of two elevations at once exactly one goes on), then the attestation, the seed
     grant, the vault namespace and the chronicle entry."""
     now = utcnow()
-    raised = conn.execute(
-        _RAISE, {"identity": identity["id"], "sponsor_did": sponsor["did"], "now": now}
-    )
+    raised = conn.execute(_RAISE, {"identity": identity.id, "sponsor_did": sponsor.did, "now": now})
     if raised.rowcount != 1:
-        current = conn.execute(_LEVEL, {"identity": identity["id"]}).one()
+        current = conn.execute(_LEVEL, {"identity": identity.id}).one()
         raise already_elevated(identity, current)
 
     attestation, _replayed = attestations.store(conn, project_id, identity, sponsor, statement)
 
-    wallet = wallets.paying_wallet(conn, project_id, identity["id"])
-    if wallet is None or wallet["identity_id"] != identity["id"]:
-        wallet = wallets.open_wallet(conn, project_id, identity["id"], f"{identity['name']} wallet")
+    wallet = wallets.paying_wallet(conn, project_id, identity.id)
+    if wallet is None or wallet.identity_id != identity.id:
+        wallet = wallets.open_wallet(conn, project_id, identity.id, f"{identity.name} wallet")
     entry = None
     if statement.initial_credits > 0:
-        wallets.credit(conn, wallet["id"], statement.initial_credits, GRANT_REASON)
-        entry = conn.execute(_GRANT_ENTRY, {"wallet": wallet["id"]}).one()._mapping
-    wallet = wallets.find(conn, project_id, wallet["id"])
+        wallets.credit(conn, wallet.id, statement.initial_credits, GRANT_REASON)
+        entry = LedgerRow.of(conn.execute(_GRANT_ENTRY, {"wallet": wallet.id}).one()._mapping)
+    wallet = wallets.find(conn, project_id, wallet.id)
 
     config = {
         "level": LEVEL_SPONSORED,
-        "sponsor_did": sponsor["did"],
+        "sponsor_did": sponsor.did,
         "elevated_at": iso(now),
         "claim": statement.claim,
         "initial_credits": statement.initial_credits,
@@ -230,35 +229,35 @@ def orchestrate(
     entry_row = chronicle.record(
         conn,
         project_id,
-        identity["id"],
+        identity.id,
         "recognition",
-        f"{identity['name']} was raised to Level {LEVEL_SPONSORED}, sponsored by "
-        f"{sponsor['did']} ({statement.claim}).",
+        f"{identity.name} was raised to Level {LEVEL_SPONSORED}, sponsored by "
+        f"{sponsor.did} ({statement.claim}).",
         details={
             "event": "elevated",
             "level": LEVEL_SPONSORED,
-            "sponsor_did": sponsor["did"],
-            "attestation_id": attestation["id"],
+            "sponsor_did": sponsor.did,
+            "attestation_id": attestation.id,
             "claim": statement.claim,
             "initial_credits": statement.initial_credits,
-            "wallet_id": wallet["id"],
+            "wallet_id": wallet.id,
             "vault_name": namespace["name"],
         },
     )
-    next_sequence = conn.execute(_SEQUENCE, {"identity": identity["id"]}).scalar_one()
-    authority = identity_service.authority_view({**identity, "next_sequence": next_sequence})
+    next_sequence = conn.execute(_SEQUENCE, {"identity": identity.id}).scalar_one()
+    authority = identity_service.authority_view(replace(identity, next_sequence=next_sequence))
     return {
-        "agent_id": identity["id"],
-        "did": identity["did"],
+        "agent_id": identity.id,
+        "did": identity.did,
         "level": LEVEL_SPONSORED,
-        "sponsor_did": sponsor["did"],
+        "sponsor_did": sponsor.did,
         "elevated_at": iso(now),
-        "sponsor": {"identity_id": sponsor["id"], "did": sponsor["did"], "kid": sponsor["kid"]},
+        "sponsor": {"identity_id": sponsor.id, "did": sponsor.did, "kid": sponsor.kid},
         "attestation": attestations.view(attestation),
         "ledger_entry": wallets.entry_view(entry) if entry is not None else None,
         "wallet": wallets.wallet_record(wallet),
         "vault_namespace": namespace,
-        "chronicle_entry_id": entry_row["id"],
+        "chronicle_entry_id": entry_row.id,
         "authority": authority,
     }
 
@@ -266,21 +265,21 @@ def orchestrate(
 def _vault_namespace(
     conn: Connection,
     project_id: str,
-    identity: dict[str, Any],
-    config: dict[str, Any],
+    identity: IdentityRow,
+    config: JsonObject,
     *,
     master_key: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """``<agent_id>:config``, the name of the specification's manual fallback. The namespace
     exists once a name in it is written; a config the project already wrote is kept as it is
     (it may hold the project's own values), and the namespace then already exists."""
-    name = f"{identity['id']}:config"
+    name = f"{identity.id}:config"
     try:
         existing = vault.metadata_of(conn, project_id, name)
     except ApiError:
         existing = None
     if existing is not None:
-        return {"identity_id": identity["id"], "name": name, "created": False, "secret": existing}
+        return {"identity_id": identity.id, "name": name, "created": False, "secret": existing}
     secret, _created = vault.put_secret(
         conn,
         project_id,
@@ -289,7 +288,7 @@ def _vault_namespace(
         description="created by bootstrap elevation",
         master_key=master_key,
     )
-    return {"identity_id": identity["id"], "name": name, "created": True, "secret": secret}
+    return {"identity_id": identity.id, "name": name, "created": True, "secret": secret}
 
 
 # Built once: a statement built per call costs more than executing it.

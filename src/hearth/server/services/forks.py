@@ -26,8 +26,10 @@ from sqlalchemy import Connection, Integer, bindparam, select
 
 from ..db.direct import savepoint
 from ..db.ids import new_id
+from ..db.rows import IdentityRow, MemoryRow
 from ..db.tables import memories
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models_forks import ForkRequest, MemorySelection
 from . import chronicle, identities, keys, wallets
 from .birth import (
@@ -64,7 +66,7 @@ def arrive(
             text = birth_text(identity, how)
             birth_memory(conn, identity, f"{text}\n\n{note}" if note else text)
     except Exception as exc:
-        log.warning("birth_memory_failed", identity_id=identity["id"], error=type(exc).__name__)
+        log.warning("birth_memory_failed", identity_id=identity.id, error=type(exc).__name__)
     return Arrived(identity, issued, wallet)
 
 
@@ -77,37 +79,37 @@ def fork(
     parent_ref: str,
     body: ForkRequest,
     server_keys: ServerKeys,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The whole fork in the caller's transaction; any refusal rolls all of it back."""
     parent = identities.find(conn, project_id, parent_ref)
     chosen = select_memories(conn, parent, body.memories) if body.memories else []
     # The parent's wallet pays when it has one, else the project's first (wallets.charge).
-    paid = wallets.charge(conn, project_id, wallets.FORK_COST, "fork", identity_id=parent["id"])
-    how = f"forked from {parent['name']} ({parent['did']})"
+    paid = wallets.charge(conn, project_id, wallets.FORK_COST, "fork", identity_id=parent.id)
+    how = f"forked from {parent.name} ({parent.did})"
     new = identities.NewIdentity(
         project_id=project_id,
         name=body.name,
         origin="fork",
         root_public_key=server_keys.public_b64,
-        capabilities=list(parent["capabilities"]) if body.inherit_capabilities else [],
-        form=parent["form"],
-        language=parent["language"],
-        expression=_copy(parent["expression"]) if body.inherit_expression else None,
-        metadata=_copy(parent["metadata"]) if body.inherit_metadata else {},
-        parent_identity_id=parent["id"],
+        capabilities=list(parent.capabilities) if body.inherit_capabilities else [],
+        form=parent.form,
+        language=parent.language,
+        expression=_copy(parent.expression) if body.inherit_expression else None,
+        metadata=_copy(parent.metadata) if body.inherit_metadata else {},
+        parent_identity_id=parent.id,
     )
     arrived = arrive(conn, new, how=how, note=body.fork_note)
     child = arrived.identity
     copied = [_copy_memory(conn, memory, child) for memory in chosen]
     charged = {
-        "wallet_id": paid["id"],
+        "wallet_id": paid.id,
         "amount": wallets.FORK_COST,
         "currency": wallets.CURRENCY,
-        "balance": paid["balance"],
+        "balance": paid.balance,
     }
     common = {
-        "parent_identity_id": parent["id"],
-        "child_identity_id": child["id"],
+        "parent_identity_id": parent.id,
+        "child_identity_id": child.id,
         "memories_copied": len(copied),
         "charged": charged,
         "fork_note": body.fork_note,
@@ -115,17 +117,17 @@ def fork(
     chronicle.record(
         conn,
         project_id,
-        child["id"],
+        child.id,
         "naming",
-        f"{child['name']} ({child['did']}) was born, {how}.",
+        f"{child.name} ({child.did}) was born, {how}.",
         details={"event": "born_by_fork", **common},
     )
     chronicle.record(
         conn,
         project_id,
-        parent["id"],
+        parent.id,
         "note",
-        f"{parent['name']} was forked: {child['name']} ({child['did']}) was born of it.",
+        f"{parent.name} was forked: {child.name} ({child.did}) was born of it.",
         details={"event": "forked", **common},
     )
     return {**arrival_view(arrived, server_keys), "memories": copied, "charged": charged}
@@ -144,13 +146,13 @@ def _copy(value: Any) -> Any:
 
 
 def select_memories(
-    conn: Connection, parent: dict[str, Any], selection: MemorySelection
-) -> list[dict[str, Any]]:
+    conn: Connection, parent: IdentityRow, selection: MemorySelection
+) -> list[MemoryRow]:
     """The parent's memories the selection names: every ``memory_ids`` entry (each must be a
     memory bound to the parent, else 422 ``memory_not_parents`` naming the indexes), then the
     parent's memories of ``tiers``, elevated tiers first and newest first within a tier, at
     most ``limit`` of them. A memory selected both ways is copied once."""
-    chosen: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, MemoryRow] = {}
     if selection.memory_ids:
         canonical: list[str | None] = []
         for ref in selection.memory_ids:
@@ -159,12 +161,12 @@ def select_memories(
             except ValueError:
                 canonical.append(None)
         found = {
-            row.id: dict(row._mapping)
+            row.id: MemoryRow.of(row._mapping)
             for row in conn.execute(
                 _PARENTS_BY_ID,
                 {
-                    "identity": parent["id"],
-                    "project": parent["project_id"],
+                    "identity": parent.id,
+                    "project": parent.project_id,
                     "ids": [c for c in canonical if c is not None],
                 },
             )
@@ -191,40 +193,40 @@ def select_memories(
             rows = conn.execute(
                 _PARENTS_BY_TIER,
                 {
-                    "identity": parent["id"],
-                    "project": parent["project_id"],
+                    "identity": parent.id,
+                    "project": parent.project_id,
                     "tier": tier,
                     "limit": remaining,
                 },
             ).all()
             remaining -= len(rows)
             for row in rows:
-                chosen.setdefault(row.id, dict(row._mapping))
+                chosen.setdefault(row.id, MemoryRow.of(row._mapping))
     return list(chosen.values())
 
 
-def _copy_memory(conn: Connection, memory: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+def _copy_memory(conn: Connection, memory: MemoryRow, child: IdentityRow) -> JsonObject:
     """One memory copied to the child. Its age and elevation time are kept (decay and the order
     patches apply in continue as they were); constitutive becomes foundational, because the
     witnesses' attestations sign the parent's memory id and are not carried."""
-    tier = "foundational" if memory["tier"] == "constitutive" else memory["tier"]
-    elevated_at = memory["elevated_at"]
+    tier = "foundational" if memory.tier == "constitutive" else memory.tier
+    elevated_at = memory.elevated_at
     if tier != "episodic" and elevated_at is None:
-        elevated_at = memory["created_at"]
+        elevated_at = memory.created_at
     copy = {
         "id": new_id(),
-        "project_id": child["project_id"],
-        "identity_id": child["id"],
+        "project_id": child.project_id,
+        "identity_id": child.id,
         "tier": tier,
         # The child's own birth memory is the one keyed ``birth``; the parent's arrives renamed.
-        "key": PARENT_BIRTH_KEY if memory["key"] == "birth" else memory["key"],
-        "content": memory["content"],
-        "created_at": memory["created_at"],
+        "key": PARENT_BIRTH_KEY if memory.key == "birth" else memory.key,
+        "content": memory.content,
+        "created_at": memory.created_at,
         "elevated_at": elevated_at,
-        "expression_patch": _copy(memory["expression_patch"]),
+        "expression_patch": _copy(memory.expression_patch),
     }
     conn.execute(_INSERT_MEMORY, copy)
-    return {"source_memory_id": memory["id"], "memory_id": copy["id"], "tier": tier}
+    return {"source_memory_id": memory.id, "memory_id": copy["id"], "tier": tier}
 
 
 # Built once: a statement built per call costs more than executing it.

@@ -12,8 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..db import direct
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import IdentityRow
 from ..db.tables import identities
 from ..errors import not_found
+from ..json_types import JsonObject
 from .authority import RootGrant
 from .times import iso
 
@@ -46,13 +48,13 @@ class NewIdentity:
     form: str = "unknown"
     language: str | None = None
     expression_visibility: str = "private"  # the wall `private_default`
-    runtime: dict[str, Any] | None = None
-    expression: dict[str, Any] | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    runtime: JsonObject | None = None
+    expression: JsonObject | None = None
+    metadata: JsonObject = field(default_factory=dict)
     parent_identity_id: str | None = None
 
 
-def create(conn: Connection, new: NewIdentity) -> dict[str, Any]:
+def create(conn: Connection, new: NewIdentity) -> IdentityRow:
     identity_id = new_id()
     now = utcnow()
     row = {
@@ -84,16 +86,16 @@ def create(conn: Connection, new: NewIdentity) -> dict[str, Any]:
         "created_at": now,
     }
     direct.run(conn, _INSERT, row)
-    return row
+    return IdentityRow.of(row)
 
 
 _INSERT = identities.insert()  # built once: building costs more than executing
 
 
-def set_expression(conn: Connection, grant: RootGrant, expression: dict[str, Any]) -> None:
+def set_expression(conn: Connection, grant: RootGrant, expression: JsonObject) -> None:
     """Replace the declared expression; the root proof's sequence is consumed with it."""
     grant.claim(conn)
-    direct.run(conn, _SET_EXPRESSION, {"identity": grant.identity["id"], "expression": expression})
+    direct.run(conn, _SET_EXPRESSION, {"identity": grant.identity.id, "expression": expression})
 
 
 _SET_EXPRESSION = (
@@ -113,7 +115,7 @@ def _reference(ref: str) -> tuple[Any, str] | None:
         return None
 
 
-def find(conn: Connection, project_id: str, ref: str) -> dict[str, Any]:
+def find(conn: Connection, project_id: str, ref: str) -> IdentityRow:
     """The identity in this project, or 404: another project's identity does not exist here."""
     reference = _reference(ref)
     if reference is None:
@@ -122,7 +124,7 @@ def find(conn: Connection, project_id: str, ref: str) -> dict[str, Any]:
     row = conn.execute(statement, {"ref": value, "project": project_id}).first()
     if row is None:
         raise not_found("Identity")
-    return dict(row._mapping)
+    return IdentityRow.of(row._mapping)
 
 
 # Built once: a statement built per call costs more than executing it.
@@ -134,46 +136,47 @@ _FIND_BY_DID = select(identities).where(
 )
 
 
-async def find_by_did(conn: AsyncConnection, did: str) -> dict[str, Any] | None:
+async def find_by_did(conn: AsyncConnection, did: str) -> IdentityRow | None:
     row = (await conn.execute(select(identities).where(identities.c.did == did))).first()
-    return dict(row._mapping) if row else None
+    return IdentityRow.of(row._mapping) if row else None
 
 
-async def active_in_project(conn: AsyncConnection, project_id: str) -> list[dict[str, Any]]:
+async def active_in_project(conn: AsyncConnection, project_id: str) -> list[IdentityRow]:
     rows = await conn.execute(
         select(identities)
         .where(identities.c.project_id == project_id, identities.c.status == "active")
         .order_by(identities.c.created_at, identities.c.id)
     )
-    return [dict(r._mapping) for r in rows]
+    return [IdentityRow.of(r._mapping) for r in rows]
 
 
-def authority_view(row: dict[str, Any]) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "identity_id": row["id"],
-        "did": row["did"],
-        "mode": row["mode"],
-        "next_sequence": row["next_sequence"],
+def authority_view(row: IdentityRow) -> JsonObject:
+    view: JsonObject = {
+        "identity_id": row.id,
+        "did": row.did,
+        "mode": row.mode,
+        "next_sequence": row.next_sequence,
     }
-    if row["mode"] == "agent_root":
-        view["root_public_key"] = row["root_public_key"]
-        view["kid"] = row["kid"]
+    if row.mode == "agent_root":
+        view["root_public_key"] = row.root_public_key
+        view["kid"] = row.kid
     return view
 
 
-def candidate_view(row: dict[str, Any]) -> dict[str, Any]:
+def candidate_view(row: IdentityRow) -> JsonObject:
     return {
-        "did": row["did"],
-        "name": row["name"],
-        "identity_id": row["id"],
-        "kid": row["kid"],
-        "key_label": row["kid"],
-        "key_created_at": iso(row["key_created_at"]),
+        "did": row.did,
+        "name": row.name,
+        "identity_id": row.id,
+        "kid": row.kid,
+        "key_label": row.kid,
+        "key_created_at": iso(row.key_created_at),
     }
 
 
-def expression_view(row: dict[str, Any]) -> dict[str, Any]:
-    expression = row["expression"] or {}
+def expression_view(declared: JsonObject | None) -> JsonObject:
+    """The expression's public view, from the declared JSON (an identity's, a template's)."""
+    expression = declared or {}
     return {
         "register": expression.get("register", ""),
         "walls": list(expression.get("walls", [])),

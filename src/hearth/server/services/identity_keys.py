@@ -13,9 +13,10 @@ key of a ``trusted`` runtime.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hearth.proofs import b64_decode
@@ -23,8 +24,10 @@ from hearth.proofs import b64_decode
 from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import IdentityRow, RuntimeRow
 from ..db.tables import identities, identity_keys, runtimes
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from .authority import RootGrant
 from .public_keys import checked_ed25519
 from .times import iso
@@ -54,7 +57,8 @@ _REVOKE = (
 _RUNTIME = select(runtimes).where(runtimes.c.id == bindparam("id"))
 
 
-def view(row: dict[str, Any]) -> dict[str, Any]:
+def view(row: RowMapping | Mapping[str, Any]) -> JsonObject:
+    """A registered key's answer, from its row (or the values just inserted)."""
     return {
         "identity_id": row["identity_id"],
         "kid": row["kid"],
@@ -67,21 +71,21 @@ def view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def root_view(identity: dict[str, Any]) -> dict[str, Any]:
+def root_view(identity: IdentityRow) -> JsonObject:
     """The root key as a list entry: kid ``primary``, never revoked (it is immutable)."""
     return {
-        "identity_id": identity["id"],
+        "identity_id": identity.id,
         "kid": PRIMARY_KID,
-        "public_key": identity["root_public_key"],
+        "public_key": identity.root_public_key,
         "purpose": "root",
         "runtime_id": None,
-        "created_at": iso(identity["key_created_at"]),
+        "created_at": iso(identity.key_created_at),
         "revoked_at": None,
         "revoked": False,
     }
 
 
-def _runtime_of(conn: Connection, identity_id: str, runtime_ref: str) -> dict[str, Any]:
+def _runtime_of(conn: Connection, identity_id: str, runtime_ref: str) -> RuntimeRow:
     """The runtime, which must be bound to this identity (its project is the identity's)."""
     try:
         runtime_id = str(uuid.UUID(runtime_ref))
@@ -90,26 +94,26 @@ def _runtime_of(conn: Connection, identity_id: str, runtime_ref: str) -> dict[st
     row = conn.execute(_RUNTIME, {"id": runtime_id}).first()
     if row is None:
         raise not_found("Runtime")
-    runtime = dict(row._mapping)
-    if runtime["identity_id"] != identity_id:
+    runtime = RuntimeRow.of(row._mapping)
+    if runtime.identity_id != identity_id:
         # Another project's runtime must not be told apart from a missing one.
         owner = conn.execute(
             select(identities.c.project_id).where(identities.c.id == identity_id)
         ).scalar_one()
-        if runtime["project_id"] != owner:
+        if runtime.project_id != owner:
             raise not_found("Runtime")
         raise ApiError(
             422,
             "runtime_identity_mismatch",
             "The runtime is not bound to this identity: a runtime signs only for its own.",
-            details={"field": "runtime_id", "runtime_identity_id": runtime["identity_id"]},
+            details={"field": "runtime_id", "runtime_identity_id": runtime.identity_id},
         )
-    if runtime["deleted_at"] is not None:
+    if runtime.deleted_at is not None:
         raise ApiError(
             409,
             "runtime_deleted",
             "The runtime was deleted; a deleted runtime gets no new key.",
-            details={"runtime_id": runtime_id, "deleted_at": iso(runtime["deleted_at"])},
+            details={"runtime_id": runtime_id, "deleted_at": iso(runtime.deleted_at)},
         )
     return runtime
 
@@ -122,7 +126,7 @@ def _insert(
     public_key: str,
     purpose: str,
     runtime_id: str | None,
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
     row = {
         "id": new_id(),
         "identity_id": identity_id,
@@ -161,7 +165,7 @@ def register(
     public_key: str,
     purpose: str,
     runtime_id: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Register a key for the grant's identity (the root proof's sequence is consumed with it)."""
     identity = grant.identity
     if kid == PRIMARY_KID:
@@ -188,19 +192,19 @@ def register(
             "Only a key of purpose `runtime` is bound to a runtime.",
             details={"field": "runtime_id"},
         )
-    bound = _runtime_of(conn, identity["id"], runtime_id)["id"] if runtime_id else None
-    if conn.execute(_BY_KID, {"identity": identity["id"], "kid": kid}).first() is not None:
+    bound = _runtime_of(conn, identity.id, runtime_id).id if runtime_id else None
+    if conn.execute(_BY_KID, {"identity": identity.id, "kid": kid}).first() is not None:
         raise _kid_taken(kid)
     grant.claim(conn)
     row = _insert(
-        conn, identity["id"], kid=kid, public_key=public_key, purpose=purpose, runtime_id=bound
+        conn, identity.id, kid=kid, public_key=public_key, purpose=purpose, runtime_id=bound
     )
     return view(row)
 
 
 def register_runtime_key(
     conn: Connection, identity_id: str, runtime_id: str, public_key_b64: str, kid: str
-) -> dict[str, Any]:
+) -> JsonObject:
     """The hosted orchestrator registers a ``trusted`` runtime's own signing key, without a
     root proof.
 
@@ -216,7 +220,7 @@ def register_runtime_key(
     if kid == PRIMARY_KID:
         raise ValueError("the kid `primary` is the root key's")
     runtime = _runtime_of(conn, identity_id, runtime_id)
-    mode: CustodyMode = runtime["mode"]
+    mode: CustodyMode = runtime.mode
     if mode != "trusted":
         raise ValueError("only a trusted runtime's hosted key is registered by the service")
     checked_ed25519(public_key_b64, "public_key")
@@ -225,7 +229,7 @@ def register_runtime_key(
         row = dict(existing._mapping)
         same = (
             row["public_key"] == public_key_b64
-            and row["runtime_id"] == runtime["id"]
+            and row["runtime_id"] == runtime.id
             and row["revoked_at"] is None
         )
         if same:
@@ -238,12 +242,12 @@ def register_runtime_key(
             kid=kid,
             public_key=public_key_b64,
             purpose="runtime",
-            runtime_id=runtime["id"],
+            runtime_id=runtime.id,
         )
     )
 
 
-def revoke(conn: Connection, grant: RootGrant, kid: str) -> dict[str, Any]:
+def revoke(conn: Connection, grant: RootGrant, kid: str) -> JsonObject:
     """Revoke a registered key (the root key cannot be). Revoking a revoked key answers it as
     it is; the proof's sequence is consumed either way."""
     identity = grant.identity
@@ -254,20 +258,20 @@ def revoke(conn: Connection, grant: RootGrant, kid: str) -> dict[str, Any]:
             "The root key (`primary`) is immutable and cannot be revoked.",
             details={"kid": kid},
         )
-    found = conn.execute(_BY_KID, {"identity": identity["id"], "kid": kid}).first()
+    found = conn.execute(_BY_KID, {"identity": identity.id, "kid": kid}).first()
     if found is None:
         raise not_found("Key")
     grant.claim(conn)
     now = utcnow()
-    conn.execute(_REVOKE, {"identity": identity["id"], "label": kid, "now": now})
-    row = conn.execute(_BY_KID, {"identity": identity["id"], "kid": kid}).one()
-    return view(dict(row._mapping))
+    conn.execute(_REVOKE, {"identity": identity.id, "label": kid, "now": now})
+    row = conn.execute(_BY_KID, {"identity": identity.id, "kid": kid}).one()
+    return view(row._mapping)
 
 
-def listing(conn: Connection, identity: dict[str, Any]) -> list[dict[str, Any]]:
+def listing(conn: Connection, identity: IdentityRow) -> list[JsonObject]:
     """The root key first (when the identity has one), then registered keys, oldest first."""
-    items = [root_view(identity)] if identity["root_public_key"] else []
-    items.extend(view(dict(r._mapping)) for r in conn.execute(_ALL, {"identity": identity["id"]}))
+    items = [root_view(identity)] if identity.root_public_key else []
+    items.extend(view(r._mapping) for r in conn.execute(_ALL, {"identity": identity.id}))
     return items
 
 

@@ -24,8 +24,10 @@ from sqlalchemy import Connection, bindparam, select, update
 from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import InboxMessageRow, RuntimeRow
 from ..db.tables import inbox_messages, runtimes
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from . import cursors, identities
 from . import runtimes as runtime_service
 from .times import iso
@@ -75,17 +77,17 @@ _IDLE_RUNTIMES = (
 )
 
 
-def view(row: dict[str, Any]) -> dict[str, Any]:
+def view(row: InboxMessageRow) -> JsonObject:
     return {
-        "id": row["id"],
-        "identity_id": row["identity_id"],
-        "sender": row["sender"],
-        "body": row["body"],
-        "status": row["status"],
-        "taken_by": row["taken_by"],
-        "taken_at": iso(row["taken_at"]),
-        "done_at": iso(row["done_at"]),
-        "created_at": iso(row["created_at"]),
+        "id": row.id,
+        "identity_id": row.identity_id,
+        "sender": row.sender,
+        "body": row.body,
+        "status": row.status,
+        "taken_by": row.taken_by,
+        "taken_at": iso(row.taken_at),
+        "done_at": iso(row.done_at),
+        "created_at": iso(row.created_at),
     }
 
 
@@ -105,13 +107,13 @@ def wake_idle_runtimes(conn: Connection, identity_id: str) -> list[str]:
 
 def post(
     conn: Connection, project_id: str, identity_ref: str, *, sender: str, body: str
-) -> dict[str, Any]:
+) -> JsonObject:
     """Store a pending message for an identity of the project and wake its idle runtimes."""
     identity = identities.find(conn, project_id, identity_ref)
     row = {
         "id": new_id(),
         "project_id": project_id,
-        "identity_id": identity["id"],
+        "identity_id": identity.id,
         "sender": sender,
         "body": body,
         "status": "pending",
@@ -121,7 +123,7 @@ def post(
         "created_at": utcnow(),
     }
     conn.execute(_INSERT, row)
-    return {**view(row), "woke_runtimes": wake_idle_runtimes(conn, identity["id"])}
+    return {**view(InboxMessageRow.of(row)), "woke_runtimes": wake_idle_runtimes(conn, identity.id)}
 
 
 def listing(
@@ -137,15 +139,17 @@ def listing(
     identity = identities.find(conn, project_id, identity_ref)
     conditions: list[Any] = [
         inbox_messages.c.project_id == project_id,
-        inbox_messages.c.identity_id == identity["id"],
+        inbox_messages.c.identity_id == identity.id,
     ]
     if status is not None:
         conditions.append(inbox_messages.c.status == status)
-    items, next_cursor = cursors.newest_first(conn, inbox_messages, conditions, cursor, limit)
+    items, next_cursor = cursors.newest_first(
+        conn, inbox_messages, conditions, cursor, limit, build=InboxMessageRow.of
+    )
     return cursors.Page([view(r) for r in items], next_cursor)
 
 
-def take_next(conn: Connection, identity_id: str, runtime_id: str) -> dict[str, Any] | None:
+def take_next(conn: Connection, identity_id: str, runtime_id: str) -> InboxMessageRow | None:
     """Atomically take the identity's oldest pending message for ``runtime_id`` (pending ->
     taken), or None when there is none. Commit the caller's transaction to keep it taken."""
     oldest = _OLDEST_PENDING_SKIP_LOCKED if conn.dialect.name == "postgresql" else _OLDEST_PENDING
@@ -155,11 +159,11 @@ def take_next(conn: Connection, identity_id: str, runtime_id: str) -> dict[str, 
             return None
         taken = conn.execute(_TAKE, {"message": message_id, "runtime": runtime_id, "now": utcnow()})
         if taken.rowcount == 1:
-            return dict(conn.execute(_BY_ID, {"message": message_id}).one()._mapping)
+            return InboxMessageRow.of(conn.execute(_BY_ID, {"message": message_id}).one()._mapping)
     return None
 
 
-def _move(conn: Connection, statement: Any, message_id: str, doing: str) -> dict[str, Any]:
+def _move(conn: Connection, statement: Any, message_id: str, doing: str) -> InboxMessageRow:
     values: dict[str, Any] = {"message": message_id}
     if doing == "complete":
         values["now"] = utcnow()
@@ -173,15 +177,15 @@ def _move(conn: Connection, statement: Any, message_id: str, doing: str) -> dict
             f"The message is {row.status}; only a taken message can be {doing}d.",
             details={"message_id": message_id, "status": row.status},
         )
-    return dict(conn.execute(_BY_ID, {"message": message_id}).one()._mapping)
+    return InboxMessageRow.of(conn.execute(_BY_ID, {"message": message_id}).one()._mapping)
 
 
-def complete(conn: Connection, message_id: str) -> dict[str, Any]:
+def complete(conn: Connection, message_id: str) -> InboxMessageRow:
     """taken -> done: the cycle that took it has stored its thought."""
     return _move(conn, _COMPLETE, message_id, "complete")
 
 
-def release(conn: Connection, message_id: str) -> dict[str, Any]:
+def release(conn: Connection, message_id: str) -> InboxMessageRow:
     """taken -> pending: the cycle failed; the message waits for the next one."""
     return _move(conn, _RELEASE, message_id, "release")
 
@@ -193,61 +197,61 @@ _RELEASE_MINE = _RELEASE.where(inbox_messages.c.taken_by == bindparam("runtime")
 _STARTING = frozenset({"provisioned", "starting"})
 
 
-def _bound_identity(runtime: dict[str, Any]) -> str:
-    if runtime["identity_id"] is None:
+def _bound_identity(runtime: RuntimeRow) -> str:
+    if runtime.identity_id is None:
         raise ApiError(
             409,
             "runtime_unbound",
             "The runtime is bound to no identity, so it has no inbox to take messages from.",
-            details={"runtime_id": runtime["id"]},
+            details={"runtime_id": runtime.id},
             hint="Provision a self runtime with `identity_id`.",
         )
-    return str(runtime["identity_id"])
+    return str(runtime.identity_id)
 
 
 def take_for_self(
     conn: Connection, project_id: str, runtime_ref: str
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+) -> tuple[JsonObject | None, list[JsonObject]]:
     """The next pending message of the self runtime's identity, taken by that runtime (None
     when none is waiting), and the moves made. ``take_next`` takes it, so two loops never take
     one message. The runtime must have reported in (running or idle); an idle one wakes when it
     takes a message. Appends ``think_cycle_start`` with the message id."""
     runtime = runtime_service.self_runtime(conn, project_id, runtime_ref)
     identity_id = _bound_identity(runtime)
-    if runtime["status"] in _STARTING:
+    if runtime.status in _STARTING:
         raise ApiError(
             409,
             "invalid_runtime_state",
-            f"The runtime is {runtime['status']}: its loop takes messages once a heartbeat has "
+            f"The runtime is {runtime.status}: its loop takes messages once a heartbeat has "
             "moved it to running.",
-            details={"runtime_id": runtime["id"], "current_status": runtime["status"]},
+            details={"runtime_id": runtime.id, "current_status": runtime.status},
             hint="POST /v1/runtimes/{id}/heartbeat first.",
         )
-    if runtime["status"] not in {"running", "idle"}:
+    if runtime.status not in {"running", "idle"}:
         raise runtime_service.not_live(runtime)
-    moves: list[dict[str, Any]] = []
-    message = take_next(conn, identity_id, runtime["id"])
+    moves: list[JsonObject] = []
+    message = take_next(conn, identity_id, runtime.id)
     if message is None:
-        runtime_service.stamp_seen(conn, runtime["id"])
+        runtime_service.stamp_seen(conn, runtime.id)
         return None, moves
-    if runtime["status"] == "idle":
+    if runtime.status == "idle":
         # The inbox post wakes idle runtimes itself; this catches a message it did not (one
         # written by another path), and a wake lost to a concurrent one changes nothing.
         with contextlib.suppress(runtime_service.MoveRefused):
             runtime_service.self_move(conn, runtime, "wake", moves)
-    runtime_service.stamp_seen(conn, runtime["id"], worked=True)
+    runtime_service.stamp_seen(conn, runtime.id, worked=True)
     runtime_service.append_event(
         conn,
-        runtime["id"],
+        runtime.id,
         "think_cycle_start",
-        {"message_id": message["id"], "custody": _SELF_CUSTODY},
+        {"message_id": message.id, "custody": _SELF_CUSTODY},
     )
     return view(message), moves
 
 
 def _own_message(
     conn: Connection, project_id: str, runtime_ref: str, message_ref: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[RuntimeRow, InboxMessageRow]:
     runtime = runtime_service.self_runtime(conn, project_id, runtime_ref)
     identity_id = _bound_identity(runtime)
     try:
@@ -257,7 +261,7 @@ def _own_message(
     row = conn.execute(_BY_ID, {"message": message_id}).first()
     if row is None or row.identity_id != identity_id:
         raise not_found("Inbox message")
-    return runtime, dict(row._mapping)
+    return runtime, InboxMessageRow.of(row._mapping)
 
 
 def _finish_for_self(
@@ -267,54 +271,54 @@ def _finish_for_self(
     message_ref: str,
     *,
     doing: str,
-) -> dict[str, Any]:
+) -> JsonObject:
     runtime, message = _own_message(conn, project_id, runtime_ref, message_ref)
     statement = _COMPLETE_MINE if doing == "complete" else _RELEASE_MINE
-    values: dict[str, Any] = {"message": message["id"], "runtime": runtime["id"]}
+    values: dict[str, Any] = {"message": message.id, "runtime": runtime.id}
     if doing == "complete":
         values["now"] = utcnow()
     if conn.execute(statement, values).rowcount != 1:
-        current = conn.execute(_BY_ID, {"message": message["id"]}).one()
+        current = conn.execute(_BY_ID, {"message": message.id}).one()
         if current.status == "taken":
             raise ApiError(
                 409,
                 "inbox_message_not_yours",
                 f"The message was taken by another runtime; only the runtime that took it can "
                 f"{doing} it.",
-                details={"message_id": message["id"], "status": current.status},
+                details={"message_id": message.id, "status": current.status},
             )
         raise ApiError(
             409,
             "inbox_message_not_taken",
             f"The message is {current.status}; only a taken message can be {doing}d.",
-            details={"message_id": message["id"], "status": current.status},
+            details={"message_id": message.id, "status": current.status},
         )
-    runtime_service.stamp_seen(conn, runtime["id"], worked=True)
+    runtime_service.stamp_seen(conn, runtime.id, worked=True)
     if doing == "complete":
         runtime_service.append_event(
             conn,
-            runtime["id"],
+            runtime.id,
             "think_cycle_end",
-            {"message_id": message["id"], "custody": _SELF_CUSTODY},
+            {"message_id": message.id, "custody": _SELF_CUSTODY},
         )
     else:
         runtime_service.append_event(
             conn,
-            runtime["id"],
+            runtime.id,
             "think_cycle_error",
             {
-                "message_id": message["id"],
+                "message_id": message.id,
                 "custody": _SELF_CUSTODY,
                 "stage": "self",
                 "reason": "released by the user's loop",
             },
         )
-    return view(dict(conn.execute(_BY_ID, {"message": message["id"]}).one()._mapping))
+    return view(InboxMessageRow.of(conn.execute(_BY_ID, {"message": message.id}).one()._mapping))
 
 
 def complete_for_self(
     conn: Connection, project_id: str, runtime_ref: str, message_ref: str
-) -> dict[str, Any]:
+) -> JsonObject:
     """taken -> done, by the self runtime that took it (409 ``inbox_message_not_yours``
     otherwise); appends ``think_cycle_end``."""
     return _finish_for_self(conn, project_id, runtime_ref, message_ref, doing="complete")
@@ -322,7 +326,7 @@ def complete_for_self(
 
 def release_for_self(
     conn: Connection, project_id: str, runtime_ref: str, message_ref: str
-) -> dict[str, Any]:
+) -> JsonObject:
     """taken -> pending, by the self runtime that took it: its cycle failed on the user's
     machine, and the message waits for the next one; appends ``think_cycle_error``."""
     return _finish_for_self(conn, project_id, runtime_ref, message_ref, doing="release")

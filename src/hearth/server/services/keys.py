@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..db import direct
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import api_keys
+from ..json_types import JsonObject
 from .times import iso
 
 BEARER_PREFIX = "hk_"
@@ -30,7 +32,7 @@ class IssuedKey:
     created_at: datetime
     secret: str  # shown once, never stored
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         return key_record(
             {
                 "id": self.id,
@@ -90,7 +92,7 @@ _RESOLVE = select(api_keys.c.project_id, api_keys.c.id).where(
 )
 
 
-async def active(conn: AsyncConnection, project_id: str) -> list[dict[str, Any]]:
+async def active(conn: AsyncConnection, project_id: str) -> list[JsonObject]:
     rows = await conn.execute(_ACTIVE, {"project": project_id})
     return [key_record(row._mapping) for row in rows]
 
@@ -115,7 +117,8 @@ async def revoke(conn: AsyncConnection, project_id: str, key_id: str) -> bool:
     return result.rowcount == 1
 
 
-def key_record(row: Any) -> dict[str, Any]:
+def key_record(row: RowMapping | Mapping[str, Any]) -> JsonObject:
+    """A key's public record, from its row (or, for a key just issued, the same fields)."""
     return {
         "id": row["id"],
         "name": row["name"],

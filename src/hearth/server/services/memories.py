@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,8 +38,10 @@ from hearth.proofs import (
 
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import ChronicleRow, IdentityRow, MemoryRow
 from ..db.tables import identities, memories, memory_attestations
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from ..memory_tiers import ELEVATED, WAKE_ORDER, can_elevate, decays, stored, witnessed
 from . import chronicle, cursors
 from .authority import RootGrant
@@ -58,25 +61,25 @@ class Refusal(ApiError):
 # --- decay --------------------------------------------------------------------------------------
 
 
-def weight(memory: dict[str, Any], now: datetime | None = None) -> float:
+def weight(memory: MemoryRow, now: datetime | None = None) -> float:
     """The memory's weight at ``now``: 1 for elevated tiers; for episodic memories
     ``0.5 ** (age_days / 30)``, so 1 when stored, 1/2 after 30 days, 1/8 after 90."""
-    if not decays(memory["tier"]):
+    if not decays(memory.tier):
         return 1.0
     now = now or utcnow()
-    age_days = max(0.0, (now - memory["created_at"]).total_seconds() / 86_400)
+    age_days = max(0.0, (now - memory.created_at).total_seconds() / 86_400)
     return float(0.5 ** (age_days / HALF_LIFE_DAYS))
 
 
-def in_wake(memory: dict[str, Any], now: datetime) -> bool:
+def in_wake(memory: MemoryRow, now: datetime) -> bool:
     """Whether the wake's selection still considers the memory (weight >= 1/8)."""
-    return bool(not decays(memory["tier"]) or memory["created_at"] >= now - WAKE_HORIZON)
+    return bool(not decays(memory.tier) or memory.created_at >= now - WAKE_HORIZON)
 
 
 # --- lookups ------------------------------------------------------------------------------------
 
 
-def binding(conn: Connection, project_id: str, agent_id: str | None) -> dict[str, Any] | None:
+def binding(conn: Connection, project_id: str, agent_id: str | None) -> IdentityRow | None:
     """The identity a new memory is bound to: ``agent_id`` when it names an active identity of
     this project, else None (the memory is project-level, as the specification says)."""
     if agent_id is None:
@@ -89,7 +92,7 @@ def binding(conn: Connection, project_id: str, agent_id: str | None) -> dict[str
         except ValueError:
             return None
     row = conn.execute(statement, {"ref": ref, "project": project_id}).first()
-    return dict(row._mapping) if row else None
+    return IdentityRow.of(row._mapping) if row else None
 
 
 # Built once: a statement built per call costs more than executing it.
@@ -103,14 +106,14 @@ _ACTIVE_BY_DID, _ACTIVE_BY_ID = (
 )
 
 
-def identity_of(conn: Connection, memory: dict[str, Any]) -> dict[str, Any] | None:
-    if memory["identity_id"] is None:
+def identity_of(conn: Connection, memory: MemoryRow) -> IdentityRow | None:
+    if memory.identity_id is None:
         return None
-    row = conn.execute(_IDENTITY_OF, {"id": memory["identity_id"]}).first()
-    return dict(row._mapping) if row else None
+    row = conn.execute(_IDENTITY_OF, {"id": memory.identity_id}).first()
+    return IdentityRow.of(row._mapping) if row else None
 
 
-def find(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
+def find(conn: Connection, project_id: str, memory_id: str) -> MemoryRow:
     """The memory in this project, or 404: another project's memory does not exist here."""
     try:
         memory_id = str(uuid.UUID(memory_id))
@@ -119,7 +122,7 @@ def find(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
     row = conn.execute(_FIND, {"id": memory_id, "project": project_id}).first()
     if row is None:
         raise not_found("Memory")
-    return dict(row._mapping)
+    return MemoryRow.of(row._mapping)
 
 
 # Built once: a statement built per call costs more than executing it.
@@ -134,8 +137,9 @@ _ATTESTATIONS_OF = (
 )
 
 
-def _attestations_of(conn: Connection, memory_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {memory_id: [] for memory_id in memory_ids}
+def _attestations_of(conn: Connection, memory_ids: list[str]) -> dict[str, list[JsonObject]]:
+    """Each memory's attestations, as the views a memory's answer shows."""
+    found: dict[str, list[JsonObject]] = {memory_id: [] for memory_id in memory_ids}
     if not memory_ids:
         return found
     rows = conn.execute(_ATTESTATIONS_OF, {"ids": memory_ids})
@@ -153,32 +157,32 @@ def _attestations_of(conn: Connection, memory_ids: list[str]) -> dict[str, list[
 
 
 def view(
-    memory: dict[str, Any], now: datetime, attestations: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    elevated_at = memory["elevated_at"]
-    if elevated_at is None and not decays(memory["tier"]):
-        elevated_at = memory["created_at"]
+    memory: MemoryRow, now: datetime, attestations: list[JsonObject] | None = None
+) -> JsonObject:
+    elevated_at = memory.elevated_at
+    if elevated_at is None and not decays(memory.tier):
+        elevated_at = memory.created_at
     return {
-        "id": memory["id"],
-        "agent_id": memory["identity_id"],
-        "tier": memory["tier"],
-        "key": memory["key"],
-        "content": memory["content"],
-        "created_at": iso(memory["created_at"]),
+        "id": memory.id,
+        "agent_id": memory.identity_id,
+        "tier": memory.tier,
+        "key": memory.key,
+        "content": memory.content,
+        "created_at": iso(memory.created_at),
         "elevated_at": iso(elevated_at),
-        "expression_patch": memory["expression_patch"],
+        "expression_patch": memory.expression_patch,
         "weight": weight(memory, now),
         "in_wake": in_wake(memory, now),
         "attestations": attestations or [],
     }
 
 
-def read(conn: Connection, project_id: str, memory_id: str) -> dict[str, Any]:
+def read(conn: Connection, project_id: str, memory_id: str) -> JsonObject:
     memory = find(conn, project_id, memory_id)
     # Only constitutive memories have attestations (elevation writes them for that tier alone,
     # and the listing reads them on the same rule): the others need no second statement.
-    wanted = [memory["id"]] if witnessed(memory["tier"]) else []
-    return view(memory, utcnow(), _attestations_of(conn, wanted).get(memory["id"]))
+    wanted = [memory.id] if witnessed(memory.tier) else []
+    return view(memory, utcnow(), _attestations_of(conn, wanted).get(memory.id))
 
 
 # --- store, list, delete ------------------------------------------------------------------------
@@ -205,13 +209,13 @@ def storing_refused(tier: str) -> Refusal | None:
 def store(
     conn: Connection,
     project_id: str,
-    identity: dict[str, Any] | None,
+    identity: IdentityRow | None,
     *,
     content: str,
     tier: str,
     key: str | None,
     grant: RootGrant | None,
-) -> dict[str, Any]:
+) -> MemoryRow:
     """Store a new episodic or foundational memory (constitutive needs an attestation over the
     memory's id, so it is reached by elevation only). A foundational memory of an agent_root
     identity consumes the root proof's sequence with it."""
@@ -221,7 +225,7 @@ def store(
     row = {
         "id": new_id(),
         "project_id": project_id,
-        "identity_id": identity["id"] if identity else None,
+        "identity_id": identity.id if identity else None,
         "tier": tier,
         "key": key,
         "content": content,
@@ -230,7 +234,7 @@ def store(
         "expression_patch": None,
     }
     conn.execute(_INSERT, row)
-    return row
+    return MemoryRow.of(row)
 
 
 def listing(
@@ -244,49 +248,51 @@ def listing(
     limit: int = 100,
 ) -> cursors.Page:
     """The project's memories, newest first; filters by tier, identity and key."""
-    equal: dict[str, Any] = {"project_id": project_id}
+    equal: JsonObject = {"project_id": project_id}
     if identity_id is not None:
         equal["identity_id"] = identity_id
     if tier is not None:
         equal["tier"] = tier
     if key is not None:
         equal["key"] = key
-    items, next_cursor = cursors.newest_first_equal(conn, memories, equal, cursor, limit)
-    attestations = _attestations_of(conn, [m["id"] for m in items if witnessed(m["tier"])])
+    items, next_cursor = cursors.newest_first_equal(
+        conn, memories, equal, cursor, limit, build=MemoryRow.of
+    )
+    attestations = _attestations_of(conn, [m.id for m in items if witnessed(m.tier)])
     now = utcnow()
-    return cursors.Page([view(m, now, attestations.get(m["id"])) for m in items], next_cursor)
+    return cursors.Page([view(m, now, attestations.get(m.id)) for m in items], next_cursor)
 
 
 def remove(
-    conn: Connection, project_id: str, memory: dict[str, Any], grant: RootGrant | None
-) -> dict[str, Any]:
+    conn: Connection, project_id: str, memory: MemoryRow, grant: RootGrant | None
+) -> ChronicleRow:
     """Delete the memory and its attestations, and say so in the chronicle (a ``note``): a
     deletion is never silent. Returns the chronicle entry."""
     if grant is not None:
         grant.claim(conn)
-    conn.execute(delete(memory_attestations).where(memory_attestations.c.memory_id == memory["id"]))
+    conn.execute(delete(memory_attestations).where(memory_attestations.c.memory_id == memory.id))
     gone = conn.execute(
         delete(memories).where(
-            memories.c.id == memory["id"],
+            memories.c.id == memory.id,
             memories.c.project_id == project_id,
-            memories.c.tier == memory["tier"],
+            memories.c.tier == memory.tier,
         )
     )
     if gone.rowcount != 1:
         raise _changed()
-    label = f" ({memory['key']})" if memory["key"] else ""
+    label = f" ({memory.key})" if memory.key else ""
     return chronicle.record(
         conn,
         project_id,
-        memory["identity_id"],
+        memory.identity_id,
         "note",
-        f"The {memory['tier']} memory {memory['id']}{label} was deleted by its project.",
+        f"The {memory.tier} memory {memory.id}{label} was deleted by its project.",
         details={
             "event": "memory_deleted",
-            "memory_id": memory["id"],
-            "tier": memory["tier"],
-            "key": memory["key"],
-            "content_sha256": hashlib.sha256(memory["content"].encode("utf-8")).hexdigest(),
+            "memory_id": memory.id,
+            "tier": memory.tier,
+            "key": memory.key,
+            "content_sha256": hashlib.sha256(memory.content.encode("utf-8")).hexdigest(),
         },
     )
 
@@ -307,20 +313,20 @@ def elevate(
     conn: Connection,
     project_id: str,
     memory_id: str,
-    identity: dict[str, Any] | None,
+    identity: IdentityRow | None,
     *,
     tier: str,
-    expression_patch: dict[str, Any] | None,
-    attestations: list[dict[str, Any]] | None,
+    expression_patch: JsonObject | None,
+    attestations: list[JsonObject] | None,
     grant: RootGrant | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Elevate the memory, or raise. Everything happens in the caller's transaction: the root
     proof's claim, the checks, the new tier and patch, the witnesses' attestations and a
     ``seal`` entry in the chronicle. A :class:`Refusal` rolls all of it back."""
     if grant is not None:
         grant.claim(conn)
     memory = find(conn, project_id, memory_id)
-    current = memory["tier"]
+    current = memory.tier
     if not can_elevate(current, tier):
         raise Refusal(
             409,
@@ -335,7 +341,7 @@ def elevate(
             "expression_patch_needs_identity",
             "This memory is project-level: there is no identity whose expression it could patch.",
         )
-    witnesses: list[dict[str, Any]] = []
+    witnesses: list[JsonObject] = []
     if not witnessed(tier) and attestations:
         raise Refusal(
             422,
@@ -365,12 +371,12 @@ def elevate(
                 details={"reason": "duplicate_witness"},
             )
     now = utcnow()
-    values: dict[str, Any] = {"tier": tier, "elevated_at": now}
+    values: JsonObject = {"tier": tier, "elevated_at": now}
     if expression_patch is not None:
         values["expression_patch"] = expression_patch
     moved = conn.execute(
         update(memories)
-        .where(memories.c.id == memory["id"], memories.c.tier == current)
+        .where(memories.c.id == memory.id, memories.c.tier == current)
         .values(**values)
     )
     if moved.rowcount != 1:
@@ -380,7 +386,7 @@ def elevate(
             memory_attestations.insert(),
             {
                 "id": new_id(),
-                "memory_id": memory["id"],
+                "memory_id": memory.id,
                 "position": position,
                 "created_at": now,
                 **witness,
@@ -389,31 +395,31 @@ def elevate(
     chronicle.record(
         conn,
         project_id,
-        memory["identity_id"],
+        memory.identity_id,
         "seal",
-        f"The memory {memory['id']} became {tier}.",
+        f"The memory {memory.id} became {tier}.",
         details={
             "event": "memory_elevated",
-            "memory_id": memory["id"],
+            "memory_id": memory.id,
             "from": current,
             "tier": tier,
             "expression_patched": expression_patch is not None,
             "witnesses": [w["attester_did"] for w in witnesses],
         },
     )
-    memory.update(values)
-    return view(memory, now, _attestations_of(conn, [memory["id"]])[memory["id"]])
+    memory = replace(memory, **values)
+    return view(memory, now, _attestations_of(conn, [memory.id])[memory.id])
 
 
 def _witness(
     conn: Connection,
     project_id: str,
-    memory: dict[str, Any],
-    identity: dict[str, Any] | None,
+    memory: MemoryRow,
+    identity: IdentityRow | None,
     *,
-    attestation: dict[str, Any],
+    attestation: JsonObject,
     index: int,
-) -> dict[str, Any]:
+) -> JsonObject:
     """One attestation checked: the witness is not the memory's self (wall 3), its key is
     known and acceptable, and its signature covers this memory's exact content."""
     did: str = attestation["attester_did"]
@@ -434,9 +440,9 @@ def _witness(
         except EncodingError:
             raise invalid("public_key", "public_key is not standard base64 of 32 bytes") from None
 
-    if identity is not None and did == identity["did"]:
+    if identity is not None and did == identity.did:
         raise _self_witnessing(index)
-    attester: dict[str, Any] | None = None
+    attester: IdentityRow | None = None
     if did.startswith("did:svc:"):
         row = conn.execute(select(identities).where(identities.c.did == did)).first()
         if row is None or row.root_public_key is None:
@@ -446,9 +452,9 @@ def _witness(
                 f"attestations[{index}]: {did} is not an identity of this service with a root key.",
                 details={"index": index},
             )
-        attester = dict(row._mapping)
-        key = b64_decode(attester["root_public_key"], length=32, what="root key")
-        if kid != attester["kid"]:
+        attester = IdentityRow.of(row._mapping)
+        key = b64_decode(row.root_public_key, length=32, what="root key")
+        if kid != attester.kid:
             raise invalid("signing_key_id", "signing_key_id is not the attester's key label")
     elif did.startswith("did:key:"):
         decoded = ed25519_from_did_key(did)
@@ -473,7 +479,7 @@ def _witness(
         raise _self_witnessing(index)
     if encoding_problem(key) is not None:
         raise invalid("public_key", "the witness key is not an acceptable Ed25519 public key")
-    digest = memory_attestation_digest(memory["id"], memory["content"].encode("utf-8"), did, kid)
+    digest = memory_attestation_digest(memory.id, memory.content.encode("utf-8"), did, kid)
     if not verify_digest(key, attestation["signature"], digest):
         raise invalid(
             "signature",
@@ -491,16 +497,16 @@ def _witness(
 def _is_self(
     conn: Connection,
     project_id: str,
-    identity: dict[str, Any] | None,
-    attester: dict[str, Any] | None,
+    identity: IdentityRow | None,
+    attester: IdentityRow | None,
     key_b64: str,
 ) -> bool:
     """Whether the witness is the memory's own self: for a bound memory its identity (by DID
     or by any of its keys); for a project-level memory any identity of the project."""
     if identity is not None:
-        own_keys = {identity["root_public_key"], identity["box_public_key"]} - {None}
-        return (attester is not None and attester["id"] == identity["id"]) or key_b64 in own_keys
-    if attester is not None and attester["project_id"] == project_id:
+        own_keys = {identity.root_public_key, identity.box_public_key} - {None}
+        return (attester is not None and attester.id == identity.id) or key_b64 in own_keys
+    if attester is not None and attester.project_id == project_id:
         return True
     mate = conn.execute(
         select(func.count())
@@ -532,7 +538,7 @@ def select_for_wake(
     *,
     now: datetime | None = None,
     include_project_level: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """What the wake remembers: constitutive, then foundational, then the episodic memories
     still within the horizon (weight >= 1/8), newest first within a tier; at most ``limit``.
 
@@ -543,9 +549,9 @@ def select_for_wake(
     scopes: list[str | None] = [identity_id]
     if include_project_level and identity_id is not None:
         scopes.append(None)
-    picked: list[dict[str, Any]] = []
+    picked: list[MemoryRow] = []
     for tier in WAKE_ORDER:
-        tier_rows: list[dict[str, Any]] = []
+        tier_rows: list[MemoryRow] = []
         for scope in scopes:
             if len(picked) >= limit:
                 break
@@ -557,11 +563,11 @@ def select_for_wake(
                 "limit": limit - len(picked),
             }
             statement = _WAKE_TIER[(scope is None, decays(tier))]
-            tier_rows.extend(dict(r._mapping) for r in conn.execute(statement, params))
-        tier_rows.sort(key=lambda m: (m["created_at"], m["id"]), reverse=True)
+            tier_rows.extend(MemoryRow.of(r._mapping) for r in conn.execute(statement, params))
+        tier_rows.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         picked.extend(tier_rows[: limit - len(picked)])
-    attestations = _attestations_of(conn, [m["id"] for m in picked if witnessed(m["tier"])])
-    return [view(m, now, attestations.get(m["id"])) for m in picked]
+    attestations = _attestations_of(conn, [m.id for m in picked if witnessed(m.tier)])
+    return [view(m, now, attestations.get(m.id)) for m in picked]
 
 
 def _wake_tier(project_level: bool, within_horizon: bool) -> Select[Any]:
@@ -596,7 +602,7 @@ _WAKE_TIER = {
 }
 
 
-def apply_patch(expression: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def apply_patch(expression: JsonObject, patch: JsonObject) -> JsonObject:
     """One additive patch: text is appended on a new line, walls and subagents are added
     (a wall or a subagent name already present is kept as it is)."""
     result = {
@@ -620,11 +626,11 @@ def apply_patch(expression: dict[str, Any], patch: dict[str, Any]) -> dict[str, 
     return result
 
 
-def shaping(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:
+def shaping(conn: Connection, identity: IdentityRow) -> JsonObject:
     """The declared expression, the effective one, and the elevated memories that shaped it
     (``shaped_by``, in elevation order)."""
-    rows = conn.execute(_SHAPING, {"identity": identity["id"]})
-    declared = expression_view(identity)
+    rows = conn.execute(_SHAPING, {"identity": identity.id})
+    declared = expression_view(identity.expression)
     effective = declared
     shaped_by = []
     for row in rows:
@@ -657,8 +663,8 @@ _SHAPING = (
 )
 
 
-def effective_expression(conn: Connection, identity: dict[str, Any]) -> dict[str, Any]:
+def effective_expression(conn: Connection, identity: IdentityRow) -> JsonObject:
     """The declared expression plus the patches of the identity's foundational and constitutive
     memories, applied in elevation order."""
-    effective: dict[str, Any] = shaping(conn, identity)["effective_expression"]
+    effective: JsonObject = shaping(conn, identity)["effective_expression"]
     return effective

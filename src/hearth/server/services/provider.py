@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import anyio
 import structlog
@@ -41,6 +40,7 @@ from ..db.engine import Database
 from ..db.ids import new_id
 from ..edge_text import find_unstorable
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from ..observability import Metrics
 from ..settings import Settings
 from . import adds_store
@@ -184,7 +184,7 @@ async def document_bytes(db: Database, cid: str) -> bytes:
     return found
 
 
-async def resolve_head(db: Database, head_id: str, issuer_key: str) -> dict[str, Any]:
+async def resolve_head(db: Database, head_id: str, issuer_key: str) -> JsonObject:
     """The resolution of one head history (issuer key, head_id) from the heads held for any
     project: heads are signed pointers, public metadata like the documents they point to.
 

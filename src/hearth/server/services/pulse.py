@@ -20,12 +20,13 @@ once per tier, the chronicle by ``(identity_id, created_at)``, the identity's ru
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
 
 from ..db.engine import utcnow
+from ..db.rows import IdentityRow
 from ..db.tables import chronicle, ledger, memories, runtimes, thoughts, wallets
+from ..json_types import JsonObject
 from ..memory_tiers import TIERS
 from .times import iso
 
@@ -51,17 +52,15 @@ def state_for(last: datetime | None, now: datetime) -> str:
     return "resting"
 
 
-def pulse(
-    conn: Connection, identity: dict[str, Any], now: datetime | None = None
-) -> dict[str, Any]:
+def pulse(conn: Connection, identity: IdentityRow, now: datetime | None = None) -> JsonObject:
     now = now or utcnow()
     since = now - WINDOW
-    ident = {"identity": identity["id"], "since": since}
+    ident = {"identity": identity.id, "since": since}
 
     memory_latest: list[datetime] = []
     memory_count = 0
     for tier in TIERS:
-        params = {**ident, "project": identity["project_id"], "tier": tier}
+        params = {**ident, "project": identity.project_id, "tier": tier}
         found = conn.execute(_MEMORY_LATEST, params).scalar()
         if found is not None:
             memory_latest.append(found)
@@ -104,12 +103,12 @@ def pulse(
     }
     last = _newest([moment for moment in latest.values() if moment is not None])
     return {
-        "identity_id": identity["id"],
-        "did": identity["did"],
-        "status": identity["status"],
+        "identity_id": identity.id,
+        "did": identity.did,
+        "status": identity.status,
         "state": state_for(last, now),
         "last_activity_at": iso(last),
-        "born_at": iso(identity["created_at"]),
+        "born_at": iso(identity.created_at),
         "latest": {name: iso(moment) for name, moment in latest.items()},
         "last_24h": {
             "memories": memory_count,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Connection, select
 
 from hearth.proofs import (
@@ -15,8 +13,10 @@ from hearth.proofs import (
 )
 
 from ..db.engine import Database
+from ..db.rows import IdentityRow
 from ..db.tables import identities
 from ..errors import ApiError
+from ..json_types import JsonObject
 from ..models import DiscoveryRequest, RecoverRequest
 from . import authority, keys
 from .freshness import require_fresh
@@ -30,7 +30,7 @@ def _key(text: str, what: str) -> bytes:
         raise ApiError(422, "invalid_public_key", str(exc)) from None
 
 
-async def discover(db: Database, body: DiscoveryRequest, *, freshness_ms: int) -> dict[str, Any]:
+async def discover(db: Database, body: DiscoveryRequest, *, freshness_ms: int) -> JsonObject:
     key = _key(body.pubkey, "pubkey")
     require_fresh(
         body.timestamp,
@@ -52,7 +52,7 @@ async def discover(db: Database, body: DiscoveryRequest, *, freshness_ms: int) -
             .where(identities.c.root_public_key == body.pubkey, identities.c.status == "active")
             .order_by(identities.c.created_at, identities.c.id)
         )
-        return {"agents": [candidate_view(dict(r._mapping)) for r in rows]}
+        return {"agents": [candidate_view(IdentityRow.of(r._mapping)) for r in rows]}
 
 
 _REFUSED = "Recovery refused: the DID, derived_pubkey and signature do not prove this identity."
@@ -60,7 +60,7 @@ _REFUSED = "Recovery refused: the DID, derived_pubkey and signature do not prove
 
 async def recover(
     db: Database, body: RecoverRequest, signed: authority.SignedRequest, *, freshness_ms: int
-) -> dict[str, Any]:
+) -> JsonObject:
     """A new project key for a rooted identity, on a recovery signature and then (the second
     request, after a 428) the root's exact-request proof of ``signed``."""
     key = _key(body.derived_pubkey, "derived_pubkey")
@@ -76,9 +76,9 @@ async def recover(
     # One answer for an unknown DID, a legacy identity and a wrong key: nothing to probe.
     if (
         identity is None
-        or identity["mode"] != "agent_root"
-        or identity["status"] != "active"
-        or identity["root_public_key"] != body.derived_pubkey
+        or identity.mode != "agent_root"
+        or identity.status != "active"
+        or identity.root_public_key != body.derived_pubkey
         or not verify_digest(
             key,
             body.signature,
@@ -91,10 +91,10 @@ async def recover(
 
     def reissue(conn: Connection) -> keys.IssuedKey:
         grant.claim(conn)
-        return keys.issue(conn, identity["project_id"], label)
+        return keys.issue(conn, identity.project_id, label)
 
     issued = await db.transaction(reissue)
     return {
-        "agent": {"id": identity["id"], "did": identity["did"], "name": identity["name"]},
-        "project": {"id": identity["project_id"], "api_key": issued.secret, "key_id": issued.id},
+        "agent": {"id": identity.id, "did": identity.did, "name": identity.name},
+        "project": {"id": identity.project_id, "api_key": issued.secret, "key_id": issued.id},
     }

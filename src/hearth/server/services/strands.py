@@ -15,6 +15,7 @@ claim and the insert, in one transaction. A refused write changes nothing.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, update
@@ -24,8 +25,10 @@ from hearth.proofs.recipes import thought_write_digest, verify_digest
 
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import StrandRow, ThoughtRow
 from ..db.tables import strands, thoughts
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from . import cursors, identities, identity_keys
 from . import runtimes as runtime_service
 from .times import iso
@@ -61,86 +64,105 @@ def plaintext_refused(fields: list[str]) -> ApiError:
     )
 
 
-def view(strand: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A thought just stored, with what its answer adds: the strand's identity and next seq."""
+
+    thought: ThoughtRow
+    identity_id: str | None
+    next_seq: int
+
+
+def view(strand: StrandRow) -> JsonObject:
     return {
-        "id": strand["id"],
-        "identity_id": strand["identity_id"],
-        "runtime_id": strand["runtime_id"],
-        "name": strand["name"],
-        "next_seq": strand["next_seq"],
-        "created_at": iso(strand["created_at"]),
+        "id": strand.id,
+        "identity_id": strand.identity_id,
+        "runtime_id": strand.runtime_id,
+        "name": strand.name,
+        "next_seq": strand.next_seq,
+        "created_at": iso(strand.created_at),
     }
 
 
-def thought_view(row: dict[str, Any]) -> dict[str, Any]:
+def thought_view(row: ThoughtRow) -> JsonObject:
     return {
-        "id": row["id"],
-        "strand_id": row["strand_id"],
-        "runtime_id": row["runtime_id"],
-        "seq": row["seq"],
-        "nonce": b64_encode(bytes(row["nonce"])),
-        "ciphertext": b64_encode(bytes(row["ciphertext"])),
-        "signing_key_id": row["signing_key_id"],
-        "signature": row["signature"],
-        "created_at": iso(row["created_at"]),
+        "id": row.id,
+        "strand_id": row.strand_id,
+        "runtime_id": row.runtime_id,
+        "seq": row.seq,
+        "nonce": b64_encode(bytes(row.nonce)),
+        "ciphertext": b64_encode(bytes(row.ciphertext)),
+        "signing_key_id": row.signing_key_id,
+        "signature": row.signature,
+        "created_at": iso(row.created_at),
     }
 
 
-def strand_by_id(conn: Connection, strand_id: str) -> dict[str, Any] | None:
+def strand_by_id(conn: Connection, strand_id: str) -> StrandRow | None:
     """The strand, whatever its project (the orchestrator's lookup), or None."""
     try:
         canonical = str(uuid.UUID(strand_id))
     except ValueError:
         return None
     row = conn.execute(_BY_ID, {"id": canonical}).first()
-    return dict(row._mapping) if row else None
+    return StrandRow.of(row._mapping) if row else None
 
 
-def find(conn: Connection, project_id: str, strand_id: str) -> dict[str, Any]:
+def find(conn: Connection, project_id: str, strand_id: str) -> StrandRow:
     """The strand in this project, or 404: another project's strand does not exist here."""
     strand = strand_by_id(conn, strand_id)
-    if strand is None or strand["project_id"] != project_id:
+    if strand is None or strand.project_id != project_id:
         raise not_found("Strand")
     return strand
 
 
 def create(
     conn: Connection, project_id: str, *, identity_ref: str, name: str, runtime_ref: str | None
-) -> dict[str, Any]:
+) -> JsonObject:
+    """POST /v1/strands: the new strand's view."""
+    return view(
+        create_row(conn, project_id, identity_ref=identity_ref, name=name, runtime_ref=runtime_ref)
+    )
+
+
+def create_row(
+    conn: Connection, project_id: str, *, identity_ref: str, name: str, runtime_ref: str | None
+) -> StrandRow:
+    """A new strand of the identity (bound to the runtime, which must think for it)."""
     identity = identities.find(conn, project_id, identity_ref)
     runtime_id = None
     if runtime_ref is not None:
         runtime = runtime_service.find(conn, project_id, runtime_ref)
-        if runtime["identity_id"] != identity["id"]:
+        if runtime.identity_id != identity.id:
             raise ApiError(
                 422,
                 "runtime_identity_mismatch",
                 "The runtime is not bound to this identity: a strand's runtime thinks for the "
                 "strand's identity.",
-                details={"field": "runtime_id", "runtime_identity_id": runtime["identity_id"]},
+                details={"field": "runtime_id", "runtime_identity_id": runtime.identity_id},
             )
-        if runtime["deleted_at"] is not None:
+        if runtime.deleted_at is not None:
             raise ApiError(
                 409,
                 "runtime_deleted",
                 "The runtime was deleted; a new strand cannot be bound to it.",
-                details={"runtime_id": runtime["id"], "deleted_at": iso(runtime["deleted_at"])},
+                details={"runtime_id": runtime.id, "deleted_at": iso(runtime.deleted_at)},
             )
-        runtime_id = runtime["id"]
+        runtime_id = runtime.id
     row = {
         "id": new_id(),
         "project_id": project_id,
-        "identity_id": identity["id"],
+        "identity_id": identity.id,
         "runtime_id": runtime_id,
         "name": name,
         "next_seq": FIRST_SEQ,
         "created_at": utcnow(),
     }
     conn.execute(_INSERT_STRAND, row)
-    return view(row)
+    return StrandRow.of(row)
 
 
-def read(conn: Connection, project_id: str, strand_id: str) -> dict[str, Any]:
+def read(conn: Connection, project_id: str, strand_id: str) -> JsonObject:
     return view(find(conn, project_id, strand_id))
 
 
@@ -157,13 +179,15 @@ def listing(
     conditions: list[Any] = [strands.c.project_id == project_id]
     if identity_ref is not None:
         conditions.append(
-            strands.c.identity_id == identities.find(conn, project_id, identity_ref)["id"]
+            strands.c.identity_id == identities.find(conn, project_id, identity_ref).id
         )
     if runtime_ref is not None:
         conditions.append(
-            strands.c.runtime_id == runtime_service.find(conn, project_id, runtime_ref)["id"]
+            strands.c.runtime_id == runtime_service.find(conn, project_id, runtime_ref).id
         )
-    items, next_cursor = cursors.newest_first(conn, strands, conditions, cursor, limit)
+    items, next_cursor = cursors.newest_first(
+        conn, strands, conditions, cursor, limit, build=StrandRow.of
+    )
     return cursors.Page([view(r) for r in items], next_cursor)
 
 
@@ -218,7 +242,7 @@ def append_thought(
     ciphertext: bytes,
     signing_key_id: str,
     signature: str,
-) -> dict[str, Any]:
+) -> Written:
     """Store one signed thought at ``seq`` (which must be the strand's next seq), in the
     caller's transaction; return the stored row with ``identity_id`` and ``next_seq``.
 
@@ -230,12 +254,12 @@ def append_thought(
         raise not_found("Strand")
     if len(nonce) != NONCE_BYTES or not TAG_BYTES <= len(ciphertext) <= MAX_CIPHERTEXT_BYTES:
         raise ValueError("nonce or ciphertext out of bounds (decode_write checks them)")
-    identity_id = strand["identity_id"]
+    identity_id = strand.identity_id
     key = identity_keys.verification_key(conn, identity_id, signing_key_id) if identity_id else None
     if key is None:
         state = identity_keys.key_state(conn, identity_id, signing_key_id) if identity_id else ""
         raise _key_refused(state, signing_key_id, identity_id)
-    digest = thought_write_digest(strand["id"], seq, nonce, ciphertext, signing_key_id)
+    digest = thought_write_digest(strand.id, seq, nonce, ciphertext, signing_key_id)
     if not verify_digest(key, signature, digest):
         raise ApiError(
             422,
@@ -246,9 +270,9 @@ def append_thought(
             hint="Sign thought_write_digest(strand_id, seq, nonce, ciphertext, signing_key_id) "
             "over the very bytes you send.",
         )
-    claimed = conn.execute(_CLAIM_SEQ, {"strand": strand["id"], "seq": seq})
+    claimed = conn.execute(_CLAIM_SEQ, {"strand": strand.id, "seq": seq})
     if claimed.rowcount != 1:
-        current = conn.execute(_NEXT_SEQ, {"strand": strand["id"]}).scalar_one()
+        current = conn.execute(_NEXT_SEQ, {"strand": strand.id}).scalar_one()
         raise ApiError(
             409,
             "thought_seq_conflict",
@@ -260,10 +284,10 @@ def append_thought(
     now = utcnow()
     row = {
         "id": new_id(),
-        "strand_id": strand["id"],
-        "project_id": strand["project_id"],
+        "strand_id": strand.id,
+        "project_id": strand.project_id,
         # A strand bound to a runtime is that runtime's thinking: its thoughts count for it.
-        "runtime_id": strand["runtime_id"],
+        "runtime_id": strand.runtime_id,
         "seq": seq,
         "ciphertext": ciphertext,
         "nonce": nonce,
@@ -272,21 +296,22 @@ def append_thought(
         "created_at": now,
     }
     conn.execute(_INSERT_THOUGHT, row)
-    if strand["runtime_id"] is not None:
-        runtime_service.stamp_thought(conn, strand["runtime_id"], now)
-    return {**row, "identity_id": identity_id, "next_seq": seq + 1}
+    if strand.runtime_id is not None:
+        runtime_service.stamp_thought(conn, strand.runtime_id, now)
+    return Written(ThoughtRow.of(row), identity_id, seq + 1)
 
 
-def written_view(row: dict[str, Any]) -> dict[str, Any]:
+def written_view(written: Written) -> JsonObject:
+    row = written.thought
     return {
-        "id": row["id"],
-        "strand_id": row["strand_id"],
-        "identity_id": row["identity_id"],
-        "runtime_id": row["runtime_id"],
-        "seq": row["seq"],
-        "signing_key_id": row["signing_key_id"],
-        "created_at": iso(row["created_at"]),
-        "next_seq": row["next_seq"],
+        "id": row.id,
+        "strand_id": row.strand_id,
+        "identity_id": written.identity_id,
+        "runtime_id": row.runtime_id,
+        "seq": row.seq,
+        "signing_key_id": row.signing_key_id,
+        "created_at": iso(row.created_at),
+        "next_seq": written.next_seq,
     }
 
 
@@ -300,14 +325,14 @@ def write(
     ciphertext_b64: str,
     signing_key_id: str,
     signature: str,
-) -> dict[str, Any]:
+) -> JsonObject:
     """POST /v1/strands/{id}/thoughts: the project's strand, the body decoded, then
     :func:`append_thought`."""
     strand = find(conn, project_id, strand_ref)
     nonce, ciphertext = decode_write(nonce_b64, ciphertext_b64)
     row = append_thought(
         conn,
-        strand["id"],
+        strand.id,
         seq=seq,
         nonce=nonce,
         ciphertext=ciphertext,
@@ -319,25 +344,25 @@ def write(
 
 def page(
     conn: Connection, project_id: str, strand_ref: str, *, after_seq: int, limit: int
-) -> dict[str, Any]:
+) -> JsonObject:
     """Thoughts of the strand with seq > ``after_seq``, in seq order."""
     strand = find(conn, project_id, strand_ref)
     rows = conn.execute(
         select(thoughts)
-        .where(thoughts.c.strand_id == strand["id"], thoughts.c.seq > after_seq)
+        .where(thoughts.c.strand_id == strand.id, thoughts.c.seq > after_seq)
         .order_by(thoughts.c.seq)
         .limit(limit + 1)
     ).all()
     more = len(rows) > limit
-    items = [thought_view(dict(r._mapping)) for r in rows[:limit]]
+    items = [thought_view(ThoughtRow.of(r._mapping)) for r in rows[:limit]]
     return {
-        "strand_id": strand["id"],
+        "strand_id": strand.id,
         "items": items,
         "next_after_seq": items[-1]["seq"] if more else None,
     }
 
 
-def recent_thoughts(conn: Connection, strand_id: str, limit: int) -> list[dict[str, Any]]:
+def recent_thoughts(conn: Connection, strand_id: str, limit: int) -> list[ThoughtRow]:
     """The strand's last ``limit`` thoughts as stored rows (bytes, not base64), oldest first:
     what a think cycle reads (and asks its key holder to open) before it thinks."""
     rows = conn.execute(
@@ -347,6 +372,6 @@ def recent_thoughts(conn: Connection, strand_id: str, limit: int) -> list[dict[s
         .limit(limit)
     ).all()
     return [
-        {**dict(r._mapping), "nonce": bytes(r.nonce), "ciphertext": bytes(r.ciphertext)}
+        ThoughtRow.of({**r._mapping, "nonce": bytes(r.nonce), "ciphertext": bytes(r.ciphertext)})
         for r in reversed(rows)
     ]

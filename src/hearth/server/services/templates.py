@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import uuid
 import weakref
+from dataclasses import asdict
 from datetime import datetime
 from importlib import resources
 from typing import Any
@@ -29,8 +30,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db.engine import Database, utcnow
 from ..db.ids import new_id
+from ..db.rows import TemplateRow, WalletRow
 from ..db.tables import template_purchases, templates
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from ..models_forks import FromTemplateRequest, TemplatePublish
 from . import chronicle, cursors, identities, memories, wallets
 from .birth import ServerKeys, arrival_view
@@ -44,21 +47,23 @@ PREVIEW_CHARS = 280
 # --- the built-in catalogue ---------------------------------------------------------------------
 
 
-def catalogue() -> list[dict[str, Any]]:
+def catalogue() -> list[TemplateRow]:
     """The built-in templates as rows, read from the package data (shipped in the wheel)."""
     text = resources.files("hearth.server").joinpath("data/templates.json").read_text("utf-8")
     return [
-        {
-            "id": entry["id"],
-            "name": entry["name"],
-            "description": entry["description"],
-            "expression": entry["expression"],
-            "price": entry["price"],
-            "publisher_project_id": None,
-            "publisher_wallet_id": None,
-            "status": LISTED,
-            "created_at": datetime.fromisoformat(entry["created_at"]),
-        }
+        TemplateRow.of(
+            {
+                "id": entry["id"],
+                "name": entry["name"],
+                "description": entry["description"],
+                "expression": entry["expression"],
+                "price": entry["price"],
+                "publisher_project_id": None,
+                "publisher_wallet_id": None,
+                "status": LISTED,
+                "created_at": datetime.fromisoformat(entry["created_at"]),
+            }
+        )
         for entry in json.loads(text)["templates"]
     ]
 
@@ -67,7 +72,7 @@ def seed_catalogue(conn: Connection) -> int:
     """Insert the built-in templates that are absent; returns how many were inserted. A
     template already there (seeded earlier, by this or another process) is left as it is."""
     statement = _SEED[conn.dialect.name]
-    return sum(max(conn.execute(statement, row).rowcount, 0) for row in catalogue())
+    return sum(max(conn.execute(statement, asdict(row)).rowcount, 0) for row in catalogue())
 
 
 _seeded: weakref.WeakSet[Database] = weakref.WeakSet()
@@ -85,7 +90,7 @@ async def ensure_catalogue(db: Database) -> None:
 # --- reading ------------------------------------------------------------------------------------
 
 
-def find(conn: Connection, template_id: str) -> dict[str, Any]:
+def find(conn: Connection, template_id: str) -> TemplateRow:
     """A listed template, or 404. Templates are one catalogue: any project reads any."""
     try:
         canonical = str(uuid.UUID(template_id))
@@ -94,20 +99,20 @@ def find(conn: Connection, template_id: str) -> dict[str, Any]:
     row = conn.execute(_FIND, {"id": canonical, "status": LISTED}).first()
     if row is None:
         raise not_found("Template")
-    return dict(row._mapping)
+    return TemplateRow.of(row._mapping)
 
 
-def summary(row: dict[str, Any], project_id: str) -> dict[str, Any]:
-    expression = identities.expression_view(row)
+def summary(row: TemplateRow, project_id: str) -> JsonObject:
+    expression = identities.expression_view(row.expression)
     return {
-        "id": row["id"],
-        "name": row["name"],
-        "description": row["description"],
-        "price": row["price"],
+        "id": row.id,
+        "name": row.name,
+        "description": row.description,
+        "price": row.price,
         "currency": wallets.CURRENCY,
-        "built_in": row["publisher_project_id"] is None,
-        "mine": row["publisher_project_id"] == project_id,
-        "created_at": iso(row["created_at"]),
+        "built_in": row.publisher_project_id is None,
+        "mine": row.publisher_project_id == project_id,
+        "created_at": iso(row.created_at),
         "expression_preview": {
             "register_excerpt": expression["register"][:PREVIEW_CHARS],
             "walls": expression["walls"],
@@ -116,15 +121,15 @@ def summary(row: dict[str, Any], project_id: str) -> dict[str, Any]:
     }
 
 
-def detail(conn: Connection, project_id: str, template_id: str) -> dict[str, Any]:
+def detail(conn: Connection, project_id: str, template_id: str) -> JsonObject:
     row = find(conn, template_id)
-    return {**summary(row, project_id), "expression": identities.expression_view(row)}
+    return {**summary(row, project_id), "expression": identities.expression_view(row.expression)}
 
 
 def listing(conn: Connection, project_id: str, cursor: str | None, limit: int) -> cursors.Page:
     """Listed templates, newest first (the built-in voices, seeded with early dates, last)."""
     items, next_cursor = cursors.newest_first(
-        conn, templates, [templates.c.status == LISTED], cursor, limit
+        conn, templates, [templates.c.status == LISTED], cursor, limit, build=TemplateRow.of
     )
     return cursors.Page([summary(row, project_id) for row in items], next_cursor)
 
@@ -132,7 +137,7 @@ def listing(conn: Connection, project_id: str, cursor: str | None, limit: int) -
 # --- publishing ---------------------------------------------------------------------------------
 
 
-def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[str, Any]:
+def publish(conn: Connection, project_id: str, body: TemplatePublish) -> JsonObject:
     """List a new template: an identity's effective expression (the voice it has now, with its
     elevated memories' patches; never the memories themselves) or a given expression."""
     identity = None
@@ -143,9 +148,9 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
         assert body.expression is not None
         expression = body.expression.model_dump(by_alias=True)
     if body.wallet_id is not None:
-        wallet: dict[str, Any] | None = wallets.find(conn, project_id, body.wallet_id)
+        wallet: WalletRow | None = wallets.find(conn, project_id, body.wallet_id)
     elif body.price > 0:
-        wallet = wallets.paying_wallet(conn, project_id, identity["id"] if identity else None)
+        wallet = wallets.paying_wallet(conn, project_id, identity.id if identity else None)
         if wallet is None:
             raise ApiError(
                 422,
@@ -163,7 +168,7 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
         "expression": expression,
         "price": body.price,
         "publisher_project_id": project_id,
-        "publisher_wallet_id": wallet["id"] if wallet else None,
+        "publisher_wallet_id": wallet.id if wallet else None,
         "status": LISTED,
         "created_at": utcnow(),
     }
@@ -171,7 +176,7 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
     chronicle.record(
         conn,
         project_id,
-        identity["id"] if identity else None,
+        identity.id if identity else None,
         "note",
         f"The template {row['name']} was published at {row['price']} minor units of "
         f"{wallets.CURRENCY}.",
@@ -182,57 +187,61 @@ def publish(conn: Connection, project_id: str, body: TemplatePublish) -> dict[st
             "wallet_id": row["publisher_wallet_id"],
         },
     )
-    return {**summary(row, project_id), "expression": identities.expression_view(row)}
+    return {
+        **summary(TemplateRow.of(row), project_id),
+        "expression": identities.expression_view(expression),
+    }
 
 
 # --- purchases ----------------------------------------------------------------------------------
 
 
-def purchase(conn: Connection, project_id: str, template_id: str) -> dict[str, Any]:
+def purchase(conn: Connection, project_id: str, template_id: str) -> JsonObject:
     """Pay a priced template's price from the caller's paying wallet, credit the publisher's
     wallet, record the purchase: one transaction. 402 when the wallet cannot pay (nothing is
     recorded, nothing is retried)."""
     template = find(conn, template_id)
-    if template["price"] == 0:
+    if template.price == 0:
         raise ApiError(
             409,
             "nothing_to_buy",
             "This template is free: there is nothing to buy.",
             hint="POST /v1/identities/from-template with its template_id and no purchase_id.",
         )
-    if template["publisher_project_id"] == project_id:
+    if template.publisher_project_id == project_id:
         raise ApiError(
             409,
             "own_template",
             "This project published this template: it uses it without buying it.",
             hint="POST /v1/identities/from-template with its template_id and no purchase_id.",
         )
-    price = template["price"]
+    price = template.price
     paid = wallets.charge(conn, project_id, price, "template_purchase")
-    row = {
+    row: dict[str, Any] = {
         "id": new_id(),
-        "template_id": template["id"],
+        "template_id": template.id,
         "project_id": project_id,
-        "wallet_id": paid["id"],
+        "wallet_id": paid.id,
         "price": price,
         "created_at": utcnow(),
         "used_at": None,
         "used_by_identity_id": None,
     }
     conn.execute(_INSERT_PURCHASE, row)
-    publisher_wallet = template["publisher_wallet_id"]
-    if publisher_wallet is not None:
+    publisher_wallet = template.publisher_wallet_id
+    publisher = template.publisher_project_id  # a publisher's wallet is its project's
+    if publisher_wallet is not None and publisher is not None:
         wallets.credit(conn, publisher_wallet, price, "template_sale")
         chronicle.record(
             conn,
-            template["publisher_project_id"],
+            publisher,
             None,
             "note",
-            f"The template {template['name']} was bought for {price} minor units of "
+            f"The template {template.name} was bought for {price} minor units of "
             f"{wallets.CURRENCY}.",
             details={
                 "event": "template_sold",
-                "template_id": template["id"],
+                "template_id": template.id,
                 "price": price,
                 "wallet_id": publisher_wallet,
             },
@@ -242,33 +251,32 @@ def purchase(conn: Connection, project_id: str, template_id: str) -> dict[str, A
         project_id,
         None,
         "note",
-        f"The template {template['name']} was bought for {price} minor units of "
-        f"{wallets.CURRENCY}.",
+        f"The template {template.name} was bought for {price} minor units of {wallets.CURRENCY}.",
         details={
             "event": "template_purchased",
-            "template_id": template["id"],
+            "template_id": template.id,
             "purchase_id": row["id"],
             "price": price,
-            "wallet_id": paid["id"],
+            "wallet_id": paid.id,
         },
     )
     return {
         "purchase_id": row["id"],
-        "template_id": template["id"],
+        "template_id": template.id,
         "price": price,
         "currency": wallets.CURRENCY,
         "created_at": iso(row["created_at"]),
         "charged": {
-            "wallet_id": paid["id"],
+            "wallet_id": paid.id,
             "amount": price,
             "currency": wallets.CURRENCY,
-            "balance": paid["balance"],
+            "balance": paid.balance,
         },
     }
 
 
 def _claim_purchase(
-    conn: Connection, project_id: str, template: dict[str, Any], purchase_id: str
+    conn: Connection, project_id: str, template: TemplateRow, purchase_id: str
 ) -> str:
     """Check the purchase is this project's, for this template and unused, and consume it with
     one conditional UPDATE: of concurrent births on one purchase exactly one wins."""
@@ -279,7 +287,7 @@ def _claim_purchase(
     found = conn.execute(_FIND_PURCHASE, {"id": canonical, "project": project_id}).first()
     if found is None:
         raise not_found("Purchase")
-    if found.template_id != template["id"]:
+    if found.template_id != template.id:
         raise ApiError(
             422,
             "purchase_template_mismatch",
@@ -304,11 +312,11 @@ def from_template(
     project_id: str,
     body: FromTemplateRequest,
     server_keys: ServerKeys,
-) -> dict[str, Any]:
+) -> JsonObject:
     """A new agent with the template's expression only, in one transaction with the purchase's
     consumption: a refusal consumes nothing and creates nothing."""
     template = find(conn, body.template_id)
-    priced = template["price"] > 0 and template["publisher_project_id"] != project_id
+    priced = template.price > 0 and template.publisher_project_id != project_id
     purchase_id = None
     if body.purchase_id is not None:
         purchase_id = _claim_purchase(conn, project_id, template, body.purchase_id)
@@ -316,38 +324,38 @@ def from_template(
         raise ApiError(
             422,
             "purchase_required",
-            f"This template costs {template['price']} minor units of {wallets.CURRENCY}: "
+            f"This template costs {template.price} minor units of {wallets.CURRENCY}: "
             "buy it first and send the purchase_id.",
-            details={"price": template["price"], "currency": wallets.CURRENCY},
+            details={"price": template.price, "currency": wallets.CURRENCY},
             hint="POST /v1/templates/{template_id}/purchase answers a purchase_id.",
         )
-    how = f"with the voice of the template {template['name']}"
+    how = f"with the voice of the template {template.name}"
     new = identities.NewIdentity(
         project_id=project_id,
         name=body.new_name,
         origin="template",
         root_public_key=server_keys.public_b64,
-        expression=identities.expression_view(template),
+        expression=identities.expression_view(template.expression),
     )
     arrived = arrive(conn, new, how=how)
     child = arrived.identity
     if purchase_id is not None:
-        conn.execute(_PURCHASE_USED_BY, {"purchase": purchase_id, "identity": child["id"]})
+        conn.execute(_PURCHASE_USED_BY, {"purchase": purchase_id, "identity": child.id})
     chronicle.record(
         conn,
         project_id,
-        child["id"],
+        child.id,
         "naming",
-        f"{child['name']} ({child['did']}) was born {how}.",
+        f"{child.name} ({child.did}) was born {how}.",
         details={
             "event": "born_from_template",
-            "template_id": template["id"],
+            "template_id": template.id,
             "purchase_id": purchase_id,
         },
     )
     return {
         **arrival_view(arrived, server_keys),
-        "template_id": template["id"],
+        "template_id": template.id,
         "purchase_id": purchase_id,
     }
 

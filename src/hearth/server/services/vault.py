@@ -28,7 +28,7 @@ import re
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, delete, select
+from sqlalchemy import Connection, RowMapping, Select, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from hearth.proofs.sealing import (
@@ -44,6 +44,7 @@ from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import vault_keys, vault_secrets
 from ..errors import ApiError, not_found
+from ..json_types import JsonObject
 from . import identities
 from .cursors import invalid_cursor
 from .times import iso
@@ -120,7 +121,7 @@ def namespace_of(conn: Connection, project_id: str, name: str) -> str | None:
         return None
     if canonical != prefix or not rest:
         raise _invalid_name()
-    return str(identities.find(conn, project_id, canonical)["id"])
+    return str(identities.find(conn, project_id, canonical).id)
 
 
 def _invalid_name() -> ApiError:
@@ -143,7 +144,7 @@ def put_secret(
     *,
     description: str | None = None,
     master_key: str | None,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[JsonObject, bool]:
     """Store or replace ``name``'s value, sealed; (metadata, created). For use inside any
     transaction (bootstrap elevation's vault namespace, the PUT route)."""
     identity_id = namespace_of(conn, project_id, name)
@@ -191,7 +192,7 @@ def read_secret(conn: Connection, project_id: str, name: str, *, master_key: str
         ) from None
 
 
-def metadata_of(conn: Connection, project_id: str, name: str) -> dict[str, Any]:
+def metadata_of(conn: Connection, project_id: str, name: str) -> JsonObject:
     row = conn.execute(_READ_META, {"project": project_id, "name": name}).first()
     if row is None:
         raise not_found("Vault secret")
@@ -205,11 +206,11 @@ def list_secrets(
     identity_id: str | None,
     cursor: str | None,
     limit: int,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Names and metadata, by name; ``identity_id`` keeps one identity's namespace."""
     params: dict[str, Any] = {"project": project_id, "limit": limit + 1}
     if identity_id is not None:
-        params["identity"] = identities.find(conn, project_id, identity_id)["id"]
+        params["identity"] = identities.find(conn, project_id, identity_id).id
     if cursor is not None:
         params["after"] = _decode_cursor(cursor)
     statement = _LIST[(identity_id is not None, cursor is not None)]
@@ -239,7 +240,7 @@ def _decode_cursor(cursor: str) -> str:
     return cursor
 
 
-def secret_view(row: Any) -> dict[str, Any]:
+def secret_view(row: RowMapping) -> JsonObject:
     """What the routes may say about a secret: never its value or ciphertext."""
     return {
         "name": row["name"],

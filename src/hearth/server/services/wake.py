@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Text, bindparam, cast, func, select
 
 from ..db import counters
 from ..db.engine import utcnow
+from ..db.rows import IdentityRow
 from ..db.tables import (
     attestations,
     backups,
@@ -33,6 +34,7 @@ from ..db.tables import (
     vault_secrets,
     wallets,
 )
+from ..json_types import JsonObject
 from . import memories as memory_service
 from . import wake_counts, wake_metadata
 from .identities import expression_view, find
@@ -64,7 +66,7 @@ THOUGHT_WINDOW = timedelta(hours=24)
 class Focus:
     """Whom the wake is for: ``identity`` None means the whole project (``rule`` says why)."""
 
-    identity: dict[str, Any] | None
+    identity: IdentityRow | None
     rule: str  # "named", "sole_active" or "project"
 
 
@@ -75,20 +77,20 @@ class Scope:
 
     project_name: str
     focus: Focus
-    agents: list[dict[str, Any]]  # the active identities listed, and a resting focus
+    agents: list[IdentityRow]  # the active identities listed, and a resting focus
     active_count: int
 
     @property
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[IdentityRow]:
         return [self.focus.identity] if self.focus.identity is not None else self.agents
 
     @property
     def ids(self) -> list[str]:
-        return [row["id"] for row in self.rows]
+        return [row.id for row in self.rows]
 
     @property
     def focus_id(self) -> str | None:
-        return self.focus.identity["id"] if self.focus.identity is not None else None
+        return self.focus.identity.id if self.focus.identity is not None else None
 
 
 class _Build:
@@ -111,7 +113,7 @@ class _Build:
 
 def build(
     conn: Connection, project_id: str, identity_id: str | None, *, now: datetime | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """The wake document of the project, focused on ``identity_id`` when given.
 
     ``identity_id`` must name an identity of this project (any other value is a 404, the same
@@ -129,12 +131,12 @@ def build_sections(
     *,
     now: datetime,
     kept: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The sections of the wake not in ``kept`` (sections of an earlier build that no change
     since touched; they must hold the scope, ``identities``, or be empty)."""
     kept = kept or {}
     scope = kept.get(SCOPE)
-    built: dict[str, Any] = {}
+    built: JsonObject = {}
     if scope is None:
         scope = built[SCOPE] = _scope(conn, project_id, identity_id)
     work = _Build(conn, project_id, scope, now)
@@ -144,7 +146,7 @@ def build_sections(
     return built
 
 
-def assemble(project_id: str, sections: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+def assemble(project_id: str, sections: Mapping[str, Any], now: datetime) -> JsonObject:
     """The document from its sections (``build_sections`` and those kept)."""
     scope: Scope = sections[SCOPE]
     focus_id = scope.focus_id
@@ -169,7 +171,7 @@ def _scope(conn: Connection, project_id: str, identity_id: str | None) -> Scope:
     # Fewer than the limit listed is the whole count; the focus rule needs no more than that.
     listed_all = len(agents) < AGENT_LIMIT
     focus = _focus(conn, project_id, identity_id, agents, len(agents) if listed_all else None)
-    if focus.identity is not None and all(a["id"] != focus.identity["id"] for a in agents):
+    if focus.identity is not None and all(a.id != focus.identity.id for a in agents):
         # A resting (inactive) identity can still be woken by name; it keeps everything.
         agents.append(focus.identity)
     active_count = len(agents) if listed_all else _active_count(conn, project_id)
@@ -182,16 +184,16 @@ def _active_count(conn: Connection, project_id: str) -> int:
     return counted.of(counters.ACTIVE_IDENTITIES.kind)
 
 
-def _active_identities(conn: Connection, project_id: str) -> list[dict[str, Any]]:
+def _active_identities(conn: Connection, project_id: str) -> list[IdentityRow]:
     rows = conn.execute(_ACTIVE, {"project": project_id, "limit": AGENT_LIMIT}).all()
-    return [dict(r._mapping) for r in rows]
+    return [IdentityRow.of(r._mapping) for r in rows]
 
 
 def _focus(
     conn: Connection,
     project_id: str,
     identity_id: str | None,
-    agents: list[dict[str, Any]],
+    agents: list[IdentityRow],
     active_total: int | None,
 ) -> Focus:
     if identity_id is not None:
@@ -202,39 +204,39 @@ def _focus(
     return Focus(None, "project")
 
 
-def _agents(work: _Build) -> list[dict[str, Any]]:
+def _agents(work: _Build) -> list[JsonObject]:
     focus_id = work.scope.focus_id
     return [_agent(work.conn, row, focus_id) for row in work.scope.agents]
 
 
-def _agent(conn: Connection, row: dict[str, Any], focus_id: str | None) -> dict[str, Any]:
+def _agent(conn: Connection, row: IdentityRow, focus_id: str | None) -> JsonObject:
     shaped = memory_service.shaping(conn, row)
     shaped_by = shaped["shaped_by"]
     return {
-        "id": row["id"],
-        "did": row["did"],
-        "name": row["name"],
-        "level": row["level"],
-        "trust_score": row["trust_score"],
-        "form": row["form"],
-        "status": row["status"],
-        "capabilities": list(row["capabilities"] or []),
-        "authority": {"mode": row["mode"], "next_sequence": row["next_sequence"]},
-        "expression": expression_view(row),
+        "id": row.id,
+        "did": row.did,
+        "name": row.name,
+        "level": row.level,
+        "trust_score": row.trust_score,
+        "form": row.form,
+        "status": row.status,
+        "capabilities": list(row.capabilities or []),
+        "authority": {"mode": row.mode, "next_sequence": row.next_sequence},
+        "expression": expression_view(row.expression),
         "effective_expression": shaped["effective_expression"],
         # The latest elevations when there are many: the effective expression holds them all.
         "shaped_by": shaped_by[-SHAPED_BY_LIMIT:],
         "shaped_by_count": len(shaped_by),
-        "focus": row["id"] == focus_id,
+        "focus": row.id == focus_id,
     }
 
 
-def _greeted(work: _Build) -> dict[str, Any]:
+def _greeted(work: _Build) -> JsonObject:
     """Who has reached out to the identities in scope: senders of pending inbox messages and
     attesters of attestations received, one entry per (sender, identity), newest first.
     Message bodies are not shown: they are untrusted text and the wake is read into prompts."""
     conn, scope_ids = work.conn, work.scope.ids
-    greeted: list[dict[str, Any]] = []
+    greeted: list[JsonObject] = []
     pending = 0
     if scope_ids:
         for row in conn.execute(_PENDING_BY_SENDER, {"ids": scope_ids}):
@@ -262,7 +264,7 @@ def _greeted(work: _Build) -> dict[str, Any]:
     return {"agents": greeted[:GREETED_LIMIT], "senders": len(greeted), "pending_inbox": pending}
 
 
-def _runtimes(work: _Build) -> dict[str, Any]:
+def _runtimes(work: _Build) -> JsonObject:
     conn, project_id, now = work.conn, work.project_id, work.now
     rows = conn.execute(_RUNTIMES, {"project": project_id, "limit": RUNTIME_LIMIT}).all()
     count = len(rows)
@@ -302,7 +304,7 @@ def _runtimes(work: _Build) -> dict[str, Any]:
     return {"runtimes": entries, "count": count}
 
 
-def _owned(work: _Build) -> dict[str, Any]:
+def _owned(work: _Build) -> JsonObject:
     conn, project_id, counts = work.conn, work.project_id, work.counts
     params = {"project": project_id}
     wallet_rows = conn.execute(_WALLETS, params).all()
@@ -335,7 +337,7 @@ def _owned(work: _Build) -> dict[str, Any]:
     }
 
 
-def _kept(work: _Build) -> dict[str, Any]:
+def _kept(work: _Build) -> JsonObject:
     """Names and counts only: a vault value or a backup blob never enters the wake."""
     conn, project_id, scope_ids = work.conn, work.project_id, work.scope.ids
     params = {"project": project_id}
@@ -356,7 +358,7 @@ def _kept(work: _Build) -> dict[str, Any]:
     return {"vault": {"count": count, "names": names}, "key_backups": key_backups}
 
 
-def _remembered(work: _Build) -> dict[str, Any]:
+def _remembered(work: _Build) -> JsonObject:
     """With a focus: its selection plus the project-level memories, and their counts. Without
     one: the project-level selection, and the counts of the whole project."""
     conn, project_id, focus_id, now = work.conn, work.project_id, work.scope.focus_id, work.now
@@ -391,7 +393,7 @@ def _remembered(work: _Build) -> dict[str, Any]:
     }
 
 
-def _memory(view: dict[str, Any]) -> dict[str, Any]:
+def _memory(view: JsonObject) -> JsonObject:
     content: str = view["content"]
     return {
         "id": view["id"],
@@ -406,12 +408,12 @@ def _memory(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _bonds(work: _Build) -> dict[str, Any]:
+def _bonds(work: _Build) -> JsonObject:
     conn, project_id, scope, scope_ids = work.conn, work.project_id, work.scope.rows, work.scope.ids
-    received: dict[str, Any] = {"count": 0, "recent": []}
-    given: dict[str, Any] = {"count": 0, "recent": []}
-    parents: list[dict[str, Any]] = []
-    forks: list[dict[str, Any]] = []
+    received: JsonObject = {"count": 0, "recent": []}
+    given: JsonObject = {"count": 0, "recent": []}
+    parents: list[JsonObject] = []
+    forks: list[JsonObject] = []
     if scope_ids:
         ids = {"ids": scope_ids}
         received = {
@@ -423,20 +425,20 @@ def _bonds(work: _Build) -> dict[str, Any]:
             "count": work.counts.of(counters.GIVEN.kind, scope_ids),
             "recent": [_attestation(r) for r in conn.execute(_GIVEN, mine)],
         }
-        parent_ids = sorted({r["parent_identity_id"] for r in scope if r["parent_identity_id"]})
+        parent_ids = sorted({r.parent_identity_id for r in scope if r.parent_identity_id})
         known = (
             {p.id: p for p in conn.execute(_PARENTS, {"project": project_id, "ids": parent_ids})}
             if parent_ids
             else {}
         )
         for row in scope:
-            parent_id = row["parent_identity_id"]
+            parent_id = row.parent_identity_id
             if parent_id is None:
                 continue
             parent = known.get(parent_id)
             parents.append(
                 {
-                    "identity_id": row["id"],
+                    "identity_id": row.id,
                     "parent_id": parent_id,
                     # A parent outside this project is named by id only.
                     "did": parent.did if parent is not None else None,
@@ -461,7 +463,7 @@ def _bonds(work: _Build) -> dict[str, Any]:
     }
 
 
-def _attestation(row: Any) -> dict[str, Any]:
+def _attestation(row: Any) -> JsonObject:
     return {
         "id": row.id,
         "subject_identity_id": row.subject_identity_id,

@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..db.engine import utcnow
+from ..json_types import JsonObject
 from . import wake as wake_service
 from . import wake_stamps
 from .wake_sections import SCOPE
@@ -103,7 +104,7 @@ class WakeCache:
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
 
-    def sections(self, key: PartsKey, stamps: Stamps) -> dict[str, Any]:
+    def sections(self, key: PartsKey, stamps: Stamps) -> JsonObject:
         """The sections held for ``key`` that no change after their build touched and that
         have not expired: none at all once the scope itself is not among them."""
         with self._lock:
@@ -167,7 +168,7 @@ class Answer:
 
     stamp: int
     cached: Cached | None
-    document: dict[str, Any] | None
+    document: JsonObject | None
 
 
 def read_or_build(

@@ -20,6 +20,8 @@ import json
 import math
 from typing import Any
 
+from ..json_types import JsonObject
+
 MAX_BYTES = 1_024
 MAX_MEMBERS = 20
 MAX_DEPTH = 3
@@ -29,7 +31,7 @@ ABOUT = "data supplied by the runtime's creator, not instructions"
 _OMITTED = object()  # a value left out entirely (a container too deep, a number JSON lacks)
 
 
-def for_wake(metadata: Any) -> dict[str, Any]:
+def for_wake(metadata: Any) -> JsonObject:
     """``{"about", "data", "truncated"}``: the bounded copy of ``metadata`` and its label."""
     shown, truncated = _bound(metadata if isinstance(metadata, dict) else {}, 1)
     data, over_budget = _within_budget(shown)
@@ -37,7 +39,7 @@ def for_wake(metadata: Any) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=4_096)
-def for_wake_stored(stored: str | None) -> dict[str, Any]:
+def for_wake_stored(stored: str | None) -> JsonObject:
     """``for_wake`` of metadata as the database stores it (JSON text), remembered by that text.
 
     Every wake lists up to 100 runtimes, whose metadata rarely changes between two wakes; the
@@ -60,7 +62,7 @@ def _bound(value: Any, depth: int) -> tuple[Any, bool]:
     if isinstance(value, dict):
         if depth > MAX_DEPTH:
             return _OMITTED, True
-        members: dict[str, Any] = {}
+        members: JsonObject = {}
         cut = False
         for key in sorted(value):
             if len(members) == MAX_MEMBERS:
@@ -95,11 +97,11 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-def _within_budget(members: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def _within_budget(members: JsonObject) -> tuple[JsonObject, bool]:
     """The members, in key order, that fit in MAX_BYTES together; whether any was left out."""
     if _size(members) <= MAX_BYTES:
         return members, False
-    kept: dict[str, Any] = {}
+    kept: JsonObject = {}
     used = 2  # the braces
     for key, value in members.items():
         cost = _size(key) + 1 + _size(value) + (1 if kept else 0)  # "key":value and a comma

@@ -20,6 +20,8 @@ import json
 import re
 from typing import Any
 
+from ..json_types import JsonObject
+
 MEDIA_TYPES = {
     "json": "application/json",
     "md": "text/markdown; charset=utf-8",
@@ -34,7 +36,7 @@ _RULES = {
 }
 
 
-def render(document: dict[str, Any], fmt: str) -> tuple[bytes, str]:
+def render(document: JsonObject, fmt: str) -> tuple[bytes, str]:
     """The body and the media type of ``document`` in ``fmt`` (one of MEDIA_TYPES)."""
     if fmt == "json":
         text = _json(document)
@@ -55,12 +57,12 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def anthropic_payload(document: dict[str, Any]) -> dict[str, Any]:
+def anthropic_payload(document: JsonObject) -> JsonObject:
     """``client.messages.create(system=payload["system"], ...)``."""
     return {"system": to_markdown(document)}
 
 
-def openai_payload(document: dict[str, Any]) -> dict[str, Any]:
+def openai_payload(document: JsonObject) -> JsonObject:
     """``client.chat.completions.create(messages=[*payload["messages"], ...], ...)``."""
     return {"messages": [{"role": "system", "content": to_markdown(document)}]}
 
@@ -70,7 +72,7 @@ def openai_payload(document: dict[str, Any]) -> dict[str, Any]:
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def to_math(document: dict[str, Any]) -> str:
+def to_math(document: JsonObject) -> str:
     lines: list[str] = []
     _flatten(document, "", lines)
     return "\n".join(lines) + "\n"
@@ -128,7 +130,7 @@ def _text_field(label: str, text: str) -> list[str]:
     return [f"- {label}:", *_quote(text)]
 
 
-def to_markdown(document: dict[str, Any]) -> str:
+def to_markdown(document: JsonObject) -> str:
     agents = document["you"]["agents"]
     names = {a["id"]: a["name"] for a in agents}
     out: list[str] = []
@@ -145,7 +147,7 @@ def to_markdown(document: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _header(document: dict[str, Any], agents: list[dict[str, Any]]) -> list[str]:
+def _header(document: JsonObject, agents: list[JsonObject]) -> list[str]:
     project = document["project"]
     focal = next((a for a in agents if a["focus"]), None)
     title = focal["name"] if focal is not None else project["name"]
@@ -168,7 +170,7 @@ def _header(document: dict[str, Any], agents: list[dict[str, Any]]) -> list[str]
     return lines
 
 
-def _you(you: dict[str, Any]) -> list[str]:
+def _you(you: JsonObject) -> list[str]:
     lines = [f"## You ({you['active_count']} active)", ""]
     if not you["agents"]:
         return [*lines, "No identity is active in this project.", ""]
@@ -204,7 +206,7 @@ def _you(you: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _shaped_by(agent: dict[str, Any]) -> list[str]:
+def _shaped_by(agent: JsonObject) -> list[str]:
     shaped = agent["shaped_by"]
     if not shaped:
         return ["- shaped by: no elevated memory yet (the expression is as declared)"]
@@ -223,7 +225,7 @@ def _shaped_by(agent: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _greeted(greeted: dict[str, Any], names: dict[str, str]) -> list[str]:
+def _greeted(greeted: JsonObject, names: dict[str, str]) -> list[str]:
     lines = ["## You are greeted", ""]
     if not greeted["agents"]:
         return [
@@ -250,7 +252,7 @@ def _greeted(greeted: dict[str, Any], names: dict[str, str]) -> list[str]:
     return [*lines, ""]
 
 
-def _run(run: dict[str, Any]) -> list[str]:
+def _run(run: JsonObject) -> list[str]:
     lines = [f"## You run ({run['count']})", ""]
     if not run["runtimes"]:
         return [*lines, "No runtimes.", ""]
@@ -273,7 +275,7 @@ def _run(run: dict[str, Any]) -> list[str]:
     return [*lines, "", *_runtime_metadata(run["runtimes"])]
 
 
-def _runtime_metadata(entries: list[dict[str, Any]]) -> list[str]:
+def _runtime_metadata(entries: list[JsonObject]) -> list[str]:
     """Each runtime's metadata as a fenced JSON block under a label that says whose data it is:
     freeform text from the runtime's creator, quoted, never read as part of the wake's own
     prose. Runtimes without metadata are left out; no section without any."""
@@ -311,7 +313,7 @@ def _fenced(text: str, info: str) -> list[str]:
     return [f"{fence}{info}", *text.split("\n"), fence]  # JSON escapes \n in strings
 
 
-def _own(own: dict[str, Any], names: dict[str, str]) -> list[str]:
+def _own(own: JsonObject, names: dict[str, str]) -> list[str]:
     lines = ["## You own", ""]
     if not own["wallets"]:
         lines.append("- no wallet")
@@ -331,7 +333,7 @@ def _own(own: dict[str, Any], names: dict[str, str]) -> list[str]:
     return [*lines, ""]
 
 
-def _keep(keep: dict[str, Any], names: dict[str, str]) -> list[str]:
+def _keep(keep: JsonObject, names: dict[str, str]) -> list[str]:
     vault = keep["vault"]
     lines = ["## You keep", ""]
     if vault["count"]:
@@ -358,7 +360,7 @@ def _keep(keep: dict[str, Any], names: dict[str, str]) -> list[str]:
     return [*lines, ""]
 
 
-def _remember(remember: dict[str, Any], names: dict[str, str]) -> list[str]:
+def _remember(remember: JsonObject, names: dict[str, str]) -> list[str]:
     counts = remember["counts"]
     lines = [
         "## You remember",
@@ -396,7 +398,7 @@ def _remember(remember: dict[str, Any], names: dict[str, str]) -> list[str]:
     return [*lines, ""]
 
 
-def _bond(bond: dict[str, Any], names: dict[str, str]) -> list[str]:
+def _bond(bond: JsonObject, names: dict[str, str]) -> list[str]:
     lines = ["## You bond", ""]
     for label, key in (("received", "attestations_received"), ("given", "attestations_given")):
         summary = bond[key]

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db import direct
 from ..db.engine import utcnow
 from ..db.ids import new_id
+from ..db.rows import LedgerRow, WalletRow
 from ..db.tables import ledger, wallet_transfers, wallets
 from ..errors import DOCS, ApiError, not_found
+from ..json_types import JsonObject
 from .cursors import newest_first_equal
 from .times import iso
 
@@ -41,7 +45,7 @@ def open_wallet(
     *,
     opening: int = 0,
     reason: str = "opening",
-) -> dict[str, Any]:
+) -> WalletRow:
     """A new wallet; with ``opening`` > 0 it starts with that balance and its ledger entry
     (two statements rather than an insert, an entry and an update)."""
     if opening < 0:
@@ -59,7 +63,7 @@ def open_wallet(
     direct.run(conn, _OPEN, row)
     if opening > 0:
         _entry(conn, wallet_id, opening, reason)
-    return row
+    return WalletRow.of(row)
 
 
 def credit(conn: Connection, wallet_id: str, amount: int, reason: str) -> None:
@@ -94,33 +98,33 @@ _ADD = (
 )
 
 
-def wallet_view(row: dict[str, Any]) -> dict[str, Any]:
+def wallet_view(row: WalletRow) -> JsonObject:
     return {
-        "id": row["id"],
-        "name": row["name"],
-        "balance": row["balance"],
-        "currency": row["currency"],
+        "id": row.id,
+        "name": row.name,
+        "balance": row.balance,
+        "currency": row.currency,
     }
 
 
-def wallet_record(row: Any) -> dict[str, Any]:
+def wallet_record(row: WalletRow) -> JsonObject:
     """A wallet as the wallet routes answer it."""
     return {
-        "id": row["id"],
-        "name": row["name"],
-        "balance": row["balance"],
-        "currency": row["currency"],
-        "identity_id": row["identity_id"],
-        "created_at": iso(row["created_at"]),
+        "id": row.id,
+        "name": row.name,
+        "balance": row.balance,
+        "currency": row.currency,
+        "identity_id": row.identity_id,
+        "created_at": iso(row.created_at),
     }
 
 
-def entry_view(row: Any) -> dict[str, Any]:
+def entry_view(row: LedgerRow) -> JsonObject:
     return {
-        "id": row["id"],
-        "amount": row["amount"],
-        "reason": row["reason"],
-        "created_at": iso(row["created_at"]),
+        "id": row.id,
+        "amount": row.amount,
+        "reason": row.reason,
+        "created_at": iso(row.created_at),
     }
 
 
@@ -140,15 +144,15 @@ def debit(conn: Connection, wallet_id: str, amount: int, reason: str) -> bool:
 
 def paying_wallet(
     conn: Connection, project_id: str, identity_id: str | None = None
-) -> dict[str, Any] | None:
+) -> WalletRow | None:
     """The identity's wallet when it has one in the project, else the project's first (oldest)."""
     if identity_id is not None:
         row = conn.execute(_IDENTITY_WALLET, {"project": project_id, "identity": identity_id})
         found = row.first()
         if found is not None:
-            return dict(found._mapping)
+            return WalletRow.of(found._mapping)
     first = conn.execute(_FIRST_WALLET, {"project": project_id}).first()
-    return dict(first._mapping) if first is not None else None
+    return WalletRow.of(first._mapping) if first is not None else None
 
 
 def charge(
@@ -158,17 +162,16 @@ def charge(
     reason: str,
     *,
     identity_id: str | None = None,
-) -> dict[str, Any]:
+) -> WalletRow:
     """Pay ``amount`` minor units from one wallet (``paying_wallet``) inside the caller's
     transaction; the wallet after paying. 402 ``insufficient_credits`` when it cannot pay:
     nothing is taken, and no other wallet is tried."""
     wallet = paying_wallet(conn, project_id, identity_id)
     if wallet is None:
         raise insufficient_credits(None, 0, amount)
-    if not debit(conn, wallet["id"], amount, reason):
-        raise insufficient_credits(wallet["id"], _balance(conn, wallet["id"]), amount)
-    wallet["balance"] = _balance(conn, wallet["id"])
-    return wallet
+    if not debit(conn, wallet.id, amount, reason):
+        raise insufficient_credits(wallet.id, _balance(conn, wallet.id), amount)
+    return replace(wallet, balance=_balance(conn, wallet.id))
 
 
 def insufficient_credits(wallet_id: str | None, balance: int, required: int) -> ApiError:
@@ -195,7 +198,7 @@ def _balance(conn: Connection, wallet_id: str) -> int:
 # --- reading ------------------------------------------------------------------------------------
 
 
-def find(conn: Connection, project_id: str, wallet_id: str) -> dict[str, Any]:
+def find(conn: Connection, project_id: str, wallet_id: str) -> WalletRow:
     """The wallet in this project, or 404: another project's wallet does not exist here."""
     try:
         canonical = str(uuid.UUID(wallet_id))
@@ -204,37 +207,42 @@ def find(conn: Connection, project_id: str, wallet_id: str) -> dict[str, Any]:
     row = conn.execute(_FIND, {"wallet": canonical, "project": project_id}).first()
     if row is None:
         raise not_found("Wallet")
-    return dict(row._mapping)
+    return WalletRow.of(row._mapping)
 
 
-def project_wallets(conn: Connection, project_id: str) -> list[dict[str, Any]]:
-    return [wallet_record(r._mapping) for r in conn.execute(_LIST, {"project": project_id})]
+def project_wallets(conn: Connection, project_id: str) -> list[JsonObject]:
+    return [
+        wallet_record(WalletRow.of(r._mapping))
+        for r in conn.execute(_LIST, {"project": project_id})
+    ]
 
 
-def detail(conn: Connection, project_id: str, wallet_id: str) -> dict[str, Any]:
+def detail(conn: Connection, project_id: str, wallet_id: str) -> JsonObject:
     wallet = find(conn, project_id, wallet_id)
-    entries, next_cursor = _entries(conn, wallet["id"], None, RECENT_ENTRIES)
+    entries, next_cursor = _entries(conn, wallet.id, None, RECENT_ENTRIES)
     return {
         **wallet_record(wallet),
         "recent_entries": entries,
-        "ledger": f"/v1/wallets/{wallet['id']}/ledger"
+        "ledger": f"/v1/wallets/{wallet.id}/ledger"
         + (f"?cursor={next_cursor}" if next_cursor else ""),
     }
 
 
 def ledger_page(
     conn: Connection, project_id: str, wallet_id: str, cursor: str | None, limit: int
-) -> dict[str, Any]:
+) -> JsonObject:
     """The wallet's ledger, newest first, ``limit`` entries after ``cursor``."""
     wallet = find(conn, project_id, wallet_id)
-    entries, next_cursor = _entries(conn, wallet["id"], cursor, limit)
-    return {"wallet_id": wallet["id"], "items": entries, "next_cursor": next_cursor}
+    entries, next_cursor = _entries(conn, wallet.id, cursor, limit)
+    return {"wallet_id": wallet.id, "items": entries, "next_cursor": next_cursor}
 
 
 def _entries(
     conn: Connection, wallet_id: str, cursor: str | None, limit: int
-) -> tuple[list[dict[str, Any]], str | None]:
-    rows, next_cursor = newest_first_equal(conn, ledger, {"wallet_id": wallet_id}, cursor, limit)
+) -> tuple[list[JsonObject], str | None]:
+    rows, next_cursor = newest_first_equal(
+        conn, ledger, {"wallet_id": wallet_id}, cursor, limit, build=LedgerRow.of
+    )
     return [entry_view(row) for row in rows], next_cursor
 
 
@@ -249,7 +257,7 @@ def fund(
     source_id: str,
     amount: int,
     idempotency_key: str,
-) -> tuple[dict[str, Any], dict[str, Any], bool]:
+) -> tuple[JsonObject, JsonObject, bool]:
     """Move ``amount`` from one of the project's wallets to another: (transfer, target wallet
     after, replayed). The idempotency key is claimed first, in the same transaction: a repeat
     with the same key and request finds the transfer already made (``replayed``); the same key
@@ -258,7 +266,7 @@ def fund(
         raise ValueError("amount out of range")
     target = find(conn, project_id, target_id)
     source = find(conn, project_id, source_id)
-    if source["id"] == target["id"]:
+    if source.id == target.id:
         raise ApiError(
             422, "same_wallet", "A wallet cannot fund itself: name another source_wallet_id."
         )
@@ -266,9 +274,9 @@ def fund(
         "id": new_id(),
         "project_id": project_id,
         "idempotency_digest": _digest(idempotency_key),
-        "request_digest": _digest(f"{source['id']}\x00{target['id']}\x00{amount}"),
-        "source_wallet_id": source["id"],
-        "target_wallet_id": target["id"],
+        "request_digest": _digest(f"{source.id}\x00{target.id}\x00{amount}"),
+        "source_wallet_id": source.id,
+        "target_wallet_id": target.id,
         "amount": amount,
         "created_at": utcnow(),
     }
@@ -288,16 +296,17 @@ def fund(
             )
         return transfer_view(found._mapping), wallet_record(find(conn, project_id, target_id)), True
     # Both rows are updated in id order, so that two opposite transfers cannot deadlock.
-    for wallet_id in sorted((source["id"], target["id"])):
-        if wallet_id == target["id"]:
+    for wallet_id in sorted((source.id, target.id)):
+        if wallet_id == target.id:
             credit(conn, wallet_id, amount, "transfer_in")
         elif not debit(conn, wallet_id, amount, "transfer_out"):
             raise insufficient_credits(wallet_id, _balance(conn, wallet_id), amount)
-    target["balance"] = _balance(conn, target["id"])
+    target = replace(target, balance=_balance(conn, target.id))
     return transfer_view(transfer), wallet_record(target), False
 
 
-def transfer_view(row: Any) -> dict[str, Any]:
+def transfer_view(row: RowMapping | Mapping[str, Any]) -> JsonObject:
+    """A transfer's answer, from its row (or the values just inserted)."""
     return {
         "id": row["id"],
         "source_wallet_id": row["source_wallet_id"],

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
 from ... import runtime_states
 from ...db.engine import utcnow
 from ...db.tables import runtime_events
+from ...json_types import JsonObject
 from .. import cursors
 from ..times import iso
 from .records import find
@@ -29,7 +29,7 @@ _APPEND = insert(runtime_events)
 
 
 def append_event(
-    conn: Connection, runtime_id: str, event: str, details: dict[str, Any] | None = None
+    conn: Connection, runtime_id: str, event: str, details: JsonObject | None = None
 ) -> None:
     """Append one event to the runtime's log. The log is append-only: nothing here (nor
     anywhere else) updates or deletes its rows. Details never carry a secret."""
@@ -54,7 +54,7 @@ def events(
         after = min(int(cursor), _LAST_EVENT_ID)
     rows = conn.execute(
         select(runtime_events)
-        .where(runtime_events.c.runtime_id == runtime["id"], runtime_events.c.id > after)
+        .where(runtime_events.c.runtime_id == runtime.id, runtime_events.c.id > after)
         .order_by(runtime_events.c.id)
         .limit(limit + 1)
     ).all()

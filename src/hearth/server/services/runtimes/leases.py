@@ -24,6 +24,7 @@ from sqlalchemy import Connection, and_, bindparam, or_, select, update
 
 from ...canon import CustodyMode
 from ...db.engine import utcnow
+from ...db.rows import RuntimeRow
 from ...db.tables import inbox_messages, runtimes
 from .. import inbox
 
@@ -76,7 +77,7 @@ def claim(
     modes: tuple[CustodyMode, ...],
     exclude: frozenset[str] = frozenset(),
     sessions: frozenset[str] = frozenset(),
-) -> list[dict[str, Any]]:
+) -> list[RuntimeRow]:
     """Claim up to ``limit`` hosted runtimes whose lease is free or lapsed (or already ours and
     not in ``exclude``, the ones this worker is running); return their rows as claimed.
     ``sessions``: the bridged runtimes whose bridge session this process holds, claimed whoever
@@ -108,7 +109,7 @@ def claim(
         .values(lease_owner=owner, lease_until=until, last_seen_at=utcnow())
     )
     claimed = [
-        dict(row._mapping)
+        RuntimeRow.of(row._mapping)
         for row in conn.execute(
             select(runtimes).where(
                 runtimes.c.id.in_(ids),
@@ -118,7 +119,7 @@ def claim(
         )
     ]
     for row in claimed:
-        recover_messages(conn, row["id"])
+        recover_messages(conn, row.id)
     return claimed
 
 

@@ -6,6 +6,7 @@ bridge hub sees its sessions come and go)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -13,8 +14,10 @@ from sqlalchemy import Connection, bindparam, update
 
 from ... import runtime_states
 from ...db.engine import utcnow
+from ...db.rows import RuntimeRow
 from ...db.tables import runtimes
 from ...errors import not_found
+from ...json_types import JsonObject
 from ...observability import TRANSITIONS
 from .events import append_event
 from .records import find, lookup, row_by_id, view_one
@@ -45,7 +48,7 @@ def move(
     *,
     detail: str | None = None,
     expected: str | None = None,
-) -> dict[str, Any]:
+) -> RuntimeRow:
     """Apply one move of the table to the runtime and append its event, in the caller's
     transaction; return the updated row.
 
@@ -60,11 +63,11 @@ def move(
     runtime = lookup(conn, runtime_id)
     if runtime is None:
         raise not_found("Runtime")
-    if runtime["deleted_at"] is not None:
+    if runtime.deleted_at is not None:
         raise runtime_deleted(runtime, f"moved ({trigger})")
-    seen = expected if expected is not None else runtime["status"]
+    seen = expected if expected is not None else runtime.status
     if seen not in step.sources:
-        raise illegal_move({**runtime, "status": seen}, trigger)
+        raise illegal_move(replace(runtime, status=seen), trigger)
     if trigger == "crash" and not detail:
         raise ValueError("a crash needs its last_error as detail")
     now = utcnow()
@@ -91,46 +94,46 @@ def move(
         raise StaleMove(
             409,
             "stale_runtime_state",
-            f"The runtime was {seen} when read and is {current['status']} now: another move won.",
+            f"The runtime was {seen} when read and is {current.status} now: another move won.",
             details={
                 "runtime_id": runtime_id,
                 "expected_status": seen,
-                "current_status": current["status"],
+                "current_status": current.status,
                 "trigger": trigger,
             },
         )
-    details: dict[str, Any] = {"from": seen, "to": step.target, "trigger": trigger}
+    details: JsonObject = {"from": seen, "to": step.target, "trigger": trigger}
     if detail:
         details["last_error" if trigger == "crash" else "detail"] = detail
     append_event(conn, runtime_id, step.event, details)
     # Counted once applied in the caller's transaction (a transaction that then fails on the
     # database, which is rare, leaves it counted).
     TRANSITIONS.labels(seen, step.target).inc()
-    return {**runtime, **values}
+    return replace(runtime, **values)
 
 
 _RUNNING = ("starting", "running", "idle")
 
 
-def soft_delete(conn: Connection, project_id: str, runtime_id: str) -> dict[str, Any]:
+def soft_delete(conn: Connection, project_id: str, runtime_id: str) -> JsonObject:
     """Keep the record for audit: ``deleted_at`` set, the control token revoked (no bridge can
     connect again), and a running orchestrator stopped (``deprovision``, event ``stopped``).
     Deleting a deleted runtime answers the record again and changes nothing."""
     runtime = find(conn, project_id, runtime_id)
-    if runtime["deleted_at"] is not None:
+    if runtime.deleted_at is not None:
         return view_one(conn, runtime)
     # A worker may move the runtime between the read and the conditional UPDATE: read again and
     # retry; a few rounds suffice, since each lost round means another move was applied.
     for _ in range(5):
-        if runtime["status"] not in _RUNNING:
+        if runtime.status not in _RUNNING:
             break
         try:
-            runtime = move(conn, runtime["id"], "deprovision", expected=runtime["status"])
+            runtime = move(conn, runtime.id, "deprovision", expected=runtime.status)
             break
         except StaleMove:
             runtime = find(conn, project_id, runtime_id)
     now = utcnow()
-    values = {
+    values: dict[str, Any] = {
         "deleted_at": now,
         "updated_at": now,
         "control_token_hash": None,
@@ -140,20 +143,20 @@ def soft_delete(conn: Connection, project_id: str, runtime_id: str) -> dict[str,
     }
     conn.execute(
         update(runtimes)
-        .where(runtimes.c.id == runtime["id"], runtimes.c.deleted_at.is_(None))
+        .where(runtimes.c.id == runtime.id, runtimes.c.deleted_at.is_(None))
         .values(**values)
     )
-    return view_one(conn, {**runtime, **values})
+    return view_one(conn, replace(runtime, **values))
 
 
-def restart(conn: Connection, project_id: str, runtime_id: str) -> dict[str, Any]:
+def restart(conn: Connection, project_id: str, runtime_id: str) -> JsonObject:
     """error -> starting; any other status is 409 naming the current and the allowed ones."""
     runtime = find(conn, project_id, runtime_id)
-    if runtime["deleted_at"] is not None:
+    if runtime.deleted_at is not None:
         raise runtime_deleted(runtime, "restarted")
-    if not runtime_states.allowed("restart", runtime["status"]):
+    if not runtime_states.allowed("restart", runtime.status):
         raise illegal_move(runtime, "restart")
-    return view_one(conn, move(conn, runtime["id"], "restart", expected=runtime["status"]))
+    return view_one(conn, move(conn, runtime.id, "restart", expected=runtime.status))
 
 
 def stamp_seen(conn: Connection, runtime_id: str, *, worked: bool = False) -> datetime:

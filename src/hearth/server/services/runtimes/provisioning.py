@@ -13,7 +13,7 @@ PATCH may make (``update_runtime``).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from sqlalchemy import Connection, insert, update
@@ -25,8 +25,10 @@ from ... import runtime_states
 from ...canon import HOSTED_MODES, CustodyMode
 from ...db.engine import utcnow
 from ...db.ids import new_id
+from ...db.rows import RuntimeRow
 from ...db.tables import runtimes
 from ...errors import ApiError
+from ...json_types import JsonObject
 from .. import identities
 from ..public_keys import checked_ed25519
 from .events import append_event
@@ -38,7 +40,7 @@ __all__ = ["HOSTED_PROVIDERS", "create", "update_runtime"]
 HOSTED_PROVIDERS = ("anthropic", "openai")
 
 
-def _check_llm(mode: CustodyMode, llm: dict[str, Any] | None) -> None:
+def _check_llm(mode: CustodyMode, llm: JsonObject | None) -> None:
     if mode not in HOSTED_MODES:
         return
     if llm is None:
@@ -85,7 +87,7 @@ def _check_advertised_url(url: str | None) -> None:
         )
 
 
-def _check_bridge(bridge: dict[str, Any]) -> dict[str, Any]:
+def _check_bridge(bridge: JsonObject) -> JsonObject:
     checked_ed25519(bridge["pubkey"], "bridge.pubkey")
     key_id = canonical_uuid(bridge["key_id"])
     if key_id is None:
@@ -105,23 +107,23 @@ def _check_bridge(bridge: dict[str, Any]) -> dict[str, Any]:
 
 def _bound_identity(conn: Connection, project_id: str, ref: str) -> str:
     identity = identities.find(conn, project_id, ref)
-    if identity["status"] != "active":
+    if identity.status != "active":
         raise ApiError(
             422,
             "identity_inactive",
-            f"The identity {identity['id']} is {identity['status']}: a runtime binds to an "
+            f"The identity {identity.id} is {identity.status}: a runtime binds to an "
             "active identity only.",
-            details={"field": "identity_id", "identity_status": identity["status"]},
+            details={"field": "identity_id", "identity_status": identity.status},
         )
-    return str(identity["id"])
+    return str(identity.id)
 
 
 _INSERT = insert(runtimes)
 
 
 def create(
-    conn: Connection, project_id: str, body: dict[str, Any], *, kms_master_key: str | None
-) -> dict[str, Any]:
+    conn: Connection, project_id: str, body: JsonObject, *, kms_master_key: str | None
+) -> JsonObject:
     """Provision a runtime (status ``provisioned``, event ``provisioned``). Returns its view,
     with ``control_token`` for a bridged runtime: the one time it is ever answered."""
     mode: CustodyMode = body["mode"]
@@ -196,26 +198,26 @@ def create(
         runtime_states.INITIAL_EVENT,
         {"to": runtime_states.INITIAL_STATE, "mode": mode, "region": row["region"]},
     )
-    return {**view(row), "control_token": token}
+    return {**view(RuntimeRow.of(row)), "control_token": token}
 
 
 def update_runtime(
-    conn: Connection, project_id: str, runtime_id: str, patch: dict[str, Any]
-) -> dict[str, Any]:
+    conn: Connection, project_id: str, runtime_id: str, patch: JsonObject
+) -> JsonObject:
     """Apply a PATCH (only the fields sent; see models_runtimes.RuntimePatch)."""
     runtime = find(conn, project_id, runtime_id)
-    if patch.get("mode") is not None and patch["mode"] != runtime["mode"]:
-        raise immutable_field("mode", runtime["mode"], patch["mode"])
+    if patch.get("mode") is not None and patch["mode"] != runtime.mode:
+        raise immutable_field("mode", runtime.mode, patch["mode"])
     if patch.get("identity_id") is not None:
         requested = patch["identity_id"]
         canonical = canonical_uuid(requested)
         if requested.startswith("did:svc:"):
             canonical = canonical_uuid(requested.removeprefix("did:svc:"))
-        if canonical is None or canonical != runtime["identity_id"]:
-            raise immutable_field("identity_id", runtime["identity_id"], requested)
-    if runtime["deleted_at"] is not None:
+        if canonical is None or canonical != runtime.identity_id:
+            raise immutable_field("identity_id", runtime.identity_id, requested)
+    if runtime.deleted_at is not None:
         raise runtime_deleted(runtime, "changed")
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
     if patch.get("name") is not None:
         values["name"] = patch["name"]
     if patch.get("region") is not None:
@@ -224,7 +226,7 @@ def update_runtime(
         values["metadata"] = patch["metadata"]
     if patch.get("llm") is not None:
         sent = {k: v for k, v in patch["llm"].items() if v is not None}
-        merged = {**(runtime["llm"] or {}), **sent}
+        merged = {**(runtime.llm or {}), **sent}
         if not merged.get("provider") or not merged.get("model"):
             raise ApiError(
                 422,
@@ -232,17 +234,17 @@ def update_runtime(
                 "This runtime has no llm yet: send both llm.provider and llm.model.",
                 details={"field": "llm"},
             )
-        _check_llm(runtime["mode"], merged)
+        _check_llm(runtime.mode, merged)
         values["llm"] = merged
     if patch.get("bridge") is not None:
         sent_bridge = patch["bridge"]
-        stored = runtime["bridge"]
+        stored = runtime.bridge
         if stored is None:
             raise ApiError(
                 422,
                 "bridge_not_applicable",
-                f"`bridge` belongs to bridged custody; a {runtime['mode']} runtime has no bridge.",
-                details={"field": "bridge", "mode": runtime["mode"]},
+                f"`bridge` belongs to bridged custody; a {runtime.mode} runtime has no bridge.",
+                details={"field": "bridge", "mode": runtime.mode},
             )
         for name in ("pubkey", "key_id"):
             requested = sent_bridge.get(name)
@@ -255,10 +257,10 @@ def update_runtime(
         values["updated_at"] = utcnow()
         changed = conn.execute(
             update(runtimes)
-            .where(runtimes.c.id == runtime["id"], runtimes.c.deleted_at.is_(None))
+            .where(runtimes.c.id == runtime.id, runtimes.c.deleted_at.is_(None))
             .values(**values)
         )
         if changed.rowcount != 1:
-            raise runtime_deleted(row_by_id(conn, runtime["id"]), "changed")
-        runtime = {**runtime, **values}
+            raise runtime_deleted(row_by_id(conn, runtime.id), "changed")
+        runtime = replace(runtime, **values)
     return view_one(conn, runtime)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import runtime_states
+from ...db.rows import RuntimeRow
 from ...errors import DOCS, ApiError
 from ..times import iso
 
@@ -39,28 +40,28 @@ class StaleMove(MoveRefused):
     """The runtime's status changed since the caller read it (another worker moved it)."""
 
 
-def runtime_deleted(runtime: dict[str, Any], doing: str) -> ApiError:
+def runtime_deleted(runtime: RuntimeRow, doing: str) -> ApiError:
     return ApiError(
         409,
         "runtime_deleted",
-        f"The runtime {runtime['id']} was deleted at {iso(runtime['deleted_at'])}; it is kept for "
+        f"The runtime {runtime.id} was deleted at {iso(runtime.deleted_at)}; it is kept for "
         f"audit and cannot be {doing}.",
-        details={"runtime_id": runtime["id"], "deleted_at": iso(runtime["deleted_at"])},
+        details={"runtime_id": runtime.id, "deleted_at": iso(runtime.deleted_at)},
         hint="Provision a new runtime with POST /v1/runtimes.",
     )
 
 
-def illegal_move(runtime: dict[str, Any], trigger: str) -> IllegalMove:
+def illegal_move(runtime: RuntimeRow, trigger: str) -> IllegalMove:
     move = runtime_states.move_for(trigger)
     allowed = sorted(move.sources)
     return IllegalMove(
         409,
         "invalid_runtime_state",
-        f"The runtime is {runtime['status']}; {trigger} moves a runtime to {move.target} only "
+        f"The runtime is {runtime.status}; {trigger} moves a runtime to {move.target} only "
         f"from {', '.join(allowed)}.",
         details={
-            "runtime_id": runtime["id"],
-            "current_status": runtime["status"],
+            "runtime_id": runtime.id,
+            "current_status": runtime.status,
             "trigger": trigger,
             "allowed_from": allowed,
             "target": move.target,

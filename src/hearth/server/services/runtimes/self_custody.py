@@ -5,15 +5,16 @@ heartbeat stamps ``last_seen_at`` and moves the runtime through the table; the i
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
 
 from ... import runtime_states
 from ...canon import CustodyMode
 from ...db.engine import utcnow
+from ...db.rows import RuntimeRow
 from ...db.tables import inbox_messages
 from ...errors import ApiError
+from ...json_types import JsonObject
 from .moves import move, stamp_seen
 from .records import find, row_by_id, view_one
 from .refusals import StaleMove, runtime_deleted
@@ -38,34 +39,34 @@ _PENDING_FOR = (
 )
 
 
-def not_live(runtime: dict[str, Any]) -> ApiError:
+def not_live(runtime: RuntimeRow) -> ApiError:
     """A self runtime in ``error`` or ``stopped``: its loop has nothing to report into."""
     return ApiError(
         409,
         "invalid_runtime_state",
-        f"The runtime is {runtime['status']}: its loop can report in only when it is "
+        f"The runtime is {runtime.status}: its loop can report in only when it is "
         "provisioned, starting, running or idle.",
-        details={"runtime_id": runtime["id"], "current_status": runtime["status"]},
+        details={"runtime_id": runtime.id, "current_status": runtime.status},
         hint="Recover a runtime in error with POST /v1/runtimes/{id}/restart; a stopped one "
         "needs a new runtime.",
     )
 
 
-def self_runtime(conn: Connection, project_id: str, runtime_id: str) -> dict[str, Any]:
+def self_runtime(conn: Connection, project_id: str, runtime_id: str) -> RuntimeRow:
     """The project's undeleted ``self`` runtime, for the routes its user-side loop calls: 404
     for another project's, 409 ``runtime_deleted``, 409 ``not_self_custody`` for a hosted one
     (the hosted loop runs in the service and reports in through its lease instead)."""
     runtime = find(conn, project_id, runtime_id)
-    if runtime["deleted_at"] is not None:
+    if runtime.deleted_at is not None:
         raise runtime_deleted(runtime, "run")
-    mode: CustodyMode = runtime["mode"]
+    mode: CustodyMode = runtime.mode
     if mode != "self":
         raise ApiError(
             409,
             "not_self_custody",
-            f"The runtime is {runtime['mode']}: only a self runtime's loop runs on the user's "
+            f"The runtime is {runtime.mode}: only a self runtime's loop runs on the user's "
             "machine and reports in here.",
-            details={"runtime_id": runtime["id"], "mode": runtime["mode"]},
+            details={"runtime_id": runtime.id, "mode": runtime.mode},
             hint="Provision a runtime with mode `self` to run its loop with `hearth runtime run`.",
         )
     return runtime
@@ -78,17 +79,17 @@ def has_pending(conn: Connection, identity_id: str | None) -> bool:
 
 
 def self_move(
-    conn: Connection, runtime: dict[str, Any], trigger: str, moves: list[dict[str, Any]]
-) -> dict[str, Any]:
+    conn: Connection, runtime: RuntimeRow, trigger: str, moves: list[JsonObject]
+) -> RuntimeRow:
     """One move of a self runtime (the table's trigger, its event); the move is added to
     ``moves`` for the route to announce once committed."""
-    before = runtime["status"]
-    moved = move(conn, runtime["id"], trigger, detail=_SELF_DETAIL.get(trigger), expected=before)
+    before = runtime.status
+    moved = move(conn, runtime.id, trigger, detail=_SELF_DETAIL.get(trigger), expected=before)
     moves.append(
         {
-            "runtime_id": runtime["id"],
+            "runtime_id": runtime.id,
             "from": before,
-            "to": moved["status"],
+            "to": moved.status,
             "trigger": trigger,
             "event": runtime_states.move_for(trigger).event,
         }
@@ -98,7 +99,7 @@ def self_move(
 
 def heartbeat(
     conn: Connection, project_id: str, runtime_id: str, *, idle_seconds: float
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[JsonObject, list[JsonObject]]:
     """A self runtime's loop reports in: ``last_seen_at`` is stamped, and the runtime moves
     through the table (docs/runtimes.md, "Self custody"):
 
@@ -112,32 +113,32 @@ def heartbeat(
     an inbox post waking the runtime) is read again and reconsidered, a few rounds at most.
     """
     runtime = self_runtime(conn, project_id, runtime_id)
-    moves: list[dict[str, Any]] = []
+    moves: list[JsonObject] = []
     for _ in range(_MOVE_ROUNDS):
         try:
             runtime = _heartbeat_moves(conn, runtime, idle_seconds, moves)
             break
         except StaleMove:
             runtime = self_runtime(conn, project_id, runtime_id)
-    stamp_seen(conn, runtime["id"])
-    return view_one(conn, row_by_id(conn, runtime["id"])), moves
+    stamp_seen(conn, runtime.id)
+    return view_one(conn, row_by_id(conn, runtime.id)), moves
 
 
 def _heartbeat_moves(
-    conn: Connection, runtime: dict[str, Any], idle_seconds: float, moves: list[dict[str, Any]]
-) -> dict[str, Any]:
-    status = runtime["status"]
+    conn: Connection, runtime: RuntimeRow, idle_seconds: float, moves: list[JsonObject]
+) -> RuntimeRow:
+    status = runtime.status
     if status in {"stopped", "error"}:
         raise not_live(runtime)
     if status == "provisioned":
         runtime = self_move(conn, runtime, "bind", moves)
-    if runtime["status"] == "starting":
+    if runtime.status == "starting":
         return self_move(conn, runtime, "handshake", moves)
-    waiting = has_pending(conn, runtime["identity_id"])
-    if runtime["status"] == "idle" and waiting:
+    waiting = has_pending(conn, runtime.identity_id)
+    if runtime.status == "idle" and waiting:
         return self_move(conn, runtime, "wake", moves)
-    if runtime["status"] == "running" and not waiting:
-        last_work = runtime["last_work_at"] or runtime["status_changed_at"]
+    if runtime.status == "running" and not waiting:
+        last_work = runtime.last_work_at or runtime.status_changed_at
         if utcnow() - last_work >= timedelta(seconds=idle_seconds):
             return self_move(conn, runtime, "idle_timeout", moves)
     return runtime
