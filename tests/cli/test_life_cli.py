@@ -60,6 +60,11 @@ def test_vault_stores_lists_and_deletes_without_showing_a_value(live: Live, tmp_
         assert secret not in result.output
     ok(run(["vault", "delete", "api-token"], home))
     refused(run(["vault", "show", "api-token"], home), "not_found", 404)
+    # No --file and nothing to read (a script, CI): the error names --file, nothing is stored.
+    blind = run(["vault", "put", "other-token"], home, input="")
+    assert blind.exit_code == 2, blind.output
+    assert "give --file" in blind.stderr
+    refused(run(["vault", "show", "other-token"], home), "not_found", 404)
 
 
 def test_wallet_shows_lists_and_moves_credits(live: Live, tmp_path: Path) -> None:

@@ -11,12 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hearth.client import HearthError
 from hearth.client.life import DEFAULT_INITIAL_CREDITS, sponsor_statement
 
 from .client_config import (
@@ -25,10 +23,9 @@ from .client_config import (
     JSON_OPTION,
     LIMIT_OPTION,
     PASSPHRASE_FILE_OPTION,
-    client_for,
+    ask,
     gather,
     home_dir,
-    http_failure,
     open_root_key,
     output,
     print_json,
@@ -107,12 +104,7 @@ def add(
 ) -> None:
     """Keep a sponsor's statement about an identity of this project without elevating it."""
     body = read_statement(statement)
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            kept = client.attest(body)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    kept, _profile = ask(home, base_url, lambda client: client.attest(body))
     if as_json:
         print_json(kept)
         return
@@ -134,17 +126,16 @@ def list_attestations(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """List the project's kept attestations, newest first."""
-    client, profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            found = gather(
-                lambda cursor, size: client.attestations(
-                    identity_id=identity, cursor=cursor, limit=size
-                ),
-                limit,
-            )
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    found, profile = ask(
+        home,
+        base_url,
+        lambda client: gather(
+            lambda cursor, size: client.attestations(
+                identity_id=identity, cursor=cursor, limit=size
+            ),
+            limit,
+        ),
+    )
     if as_json:
         print_json(found)
         return

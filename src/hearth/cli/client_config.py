@@ -246,7 +246,7 @@ def read_passphrase(passphrase_file: Path | None, *, confirm: bool) -> str:
     elif os.environ.get(PASSPHRASE_ENV):
         passphrase = os.environ[PASSPHRASE_ENV]
     else:
-        passphrase = _prompt(
+        passphrase = hidden_prompt(
             "Passphrase for the local key file" + (" (new)" if confirm else ""),
             confirm=confirm,
             instead=f"--passphrase-file or ${PASSPHRASE_ENV}",
@@ -262,10 +262,10 @@ def read_mnemonic(mnemonic_file: Path | None) -> str:
             return mnemonic_file.read_text(encoding="utf-8")
         except OSError as exc:
             usage_error(f"cannot read the mnemonic file {mnemonic_file}: {exc.strerror}")
-    return _prompt("Your 24 words", confirm=False, instead="--mnemonic-file")
+    return hidden_prompt("Your 24 words", confirm=False, instead="--mnemonic-file")
 
 
-def _prompt(text: str, *, confirm: bool, instead: str) -> str:
+def hidden_prompt(text: str, *, confirm: bool, instead: str) -> str:
     """A hidden prompt on a terminal. Without one (a pipe, a script, CI) the answer is the first
     line of stdin, asked once; with nothing there it says what to give instead of aborting."""
     if sys.stdin.isatty():
@@ -298,6 +298,24 @@ def client_for(home: Path, base_url: str | None) -> tuple[HearthClient, Profile]
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
+
+
+def ask(
+    home: Path | None, base_url: str | None, call: Callable[[HearthClient], T]
+) -> tuple[T, Profile]:
+    """One command's call to the service: the home's client (for ``base_url`` when given),
+    ``call`` made with it, and a refusal or an unreachable service turned into the command's
+    one-line error (exit 1). Answers the call's result and the home's profile."""
+    import httpx2  # noqa: PLC0415 (the client stack: only when used)
+
+    from hearth.client import HearthError  # noqa: PLC0415
+
+    client, profile = client_for(home_dir(home), base_url)
+    with client:
+        try:
+            return call(client), profile
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
 
 
 class Page(Protocol[T_co]):

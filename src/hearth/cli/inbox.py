@@ -17,6 +17,7 @@ from .client_config import (
     IDENTITY_OPTION,
     JSON_OPTION,
     LIMIT_OPTION,
+    ask,
     client_for,
     gather,
     home_dir,
@@ -25,6 +26,7 @@ from .client_config import (
     output,
     print_json,
     print_table,
+    require_profile,
 )
 
 app = typer.Typer(
@@ -47,12 +49,8 @@ def send(  # noqa: PLR0917 - typer reads options from the signature
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """Send a message to an identity; its idle runtimes wake to read it."""
-    client, profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            message = client.inbox_send(identity_or_home(identity, profile), body, sender=sender)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    target = identity_or_home(identity, require_profile(home_dir(home)))
+    message, _ = ask(home, base_url, lambda client: client.inbox_send(target, body, sender=sender))
     if as_json:
         print_json(message)
         return

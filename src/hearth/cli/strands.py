@@ -26,6 +26,7 @@ from .client_config import (
     JSON_OPTION,
     LIMIT_OPTION,
     PASSPHRASE_FILE_OPTION,
+    ask,
     client_for,
     failure,
     gather,
@@ -36,6 +37,7 @@ from .client_config import (
     output,
     print_json,
     print_table,
+    require_profile,
 )
 
 app = typer.Typer(
@@ -61,14 +63,10 @@ def create(  # noqa: PLR0917 - typer reads options from the signature
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """Create a strand of an identity (its thoughts count as the runtime's, with --runtime)."""
-    client, profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            strand = client.strand_create(
-                identity_or_home(identity, profile), name, runtime_id=runtime
-            )
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    owner = identity_or_home(identity, require_profile(home_dir(home)))
+    strand, _ = ask(
+        home, base_url, lambda client: client.strand_create(owner, name, runtime_id=runtime)
+    )
     if as_json:
         print_json(strand)
         return
@@ -83,12 +81,7 @@ def show(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """A strand, with the seq its next thought must carry."""
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            strand = client.strand(strand_id)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    strand, _profile = ask(home, base_url, lambda client: client.strand(strand_id))
     if as_json:
         print_json(strand)
         return
@@ -109,17 +102,16 @@ def list_strands(  # noqa: PLR0917 - typer reads options from the signature
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """List the project's strands, newest first."""
-    client, profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            found = gather(
-                lambda cursor, size: client.strands(
-                    identity_id=identity, runtime_id=runtime, cursor=cursor, limit=size
-                ),
-                limit,
-            )
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    found, profile = ask(
+        home,
+        base_url,
+        lambda client: gather(
+            lambda cursor, size: client.strands(
+                identity_id=identity, runtime_id=runtime, cursor=cursor, limit=size
+            ),
+            limit,
+        ),
+    )
     if as_json:
         print_json(found)
         return

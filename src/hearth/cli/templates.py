@@ -27,6 +27,7 @@ from .client_config import (
     HOME_OPTION,
     JSON_OPTION,
     LIMIT_OPTION,
+    ask,
     client_for,
     errors,
     failure,
@@ -61,12 +62,13 @@ def list_templates(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """List the templates on offer (built-in and published), newest first."""
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            found = gather(lambda cursor, size: client.templates(cursor=cursor, limit=size), limit)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    found, _profile = ask(
+        home,
+        base_url,
+        lambda client: gather(
+            lambda cursor, size: client.templates(cursor=cursor, limit=size), limit
+        ),
+    )
     if as_json:
         print_json(found)
         return
@@ -93,12 +95,7 @@ def show(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """A template with its whole expression."""
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            template = client.template(template_id)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    template, _profile = ask(home, base_url, lambda client: client.template(template_id))
     if as_json:
         print_json(template)
         return
@@ -164,12 +161,7 @@ def buy(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """Buy a priced template once (sent once: a purchase is never repeated by itself)."""
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            purchase = client.template_purchase(template_id)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    purchase, _profile = ask(home, base_url, lambda client: client.template_purchase(template_id))
     if as_json:
         print_json(purchase)
         return
@@ -198,12 +190,9 @@ def use(  # noqa: PLR0917 - typer reads options from the signature
     if save_key.exists():
         # Checked before anything is made: the key must have somewhere to go.
         usage_error(f"{save_key} exists; a key is never written over a file")
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            born = client.from_template(template_id, name, purchase_id=purchase)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    born, _profile = ask(
+        home, base_url, lambda client: client.from_template(template_id, name, purchase_id=purchase)
+    )
     pem = private_key_pem(born.signing_key())
     try:
         write_private(save_key, pem)

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx2
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hearth.client import HearthError
 from hearth.client.life import VaultSecret
 
 from .client_config import (
@@ -23,10 +21,9 @@ from .client_config import (
     HOME_OPTION,
     JSON_OPTION,
     LIMIT_OPTION,
-    client_for,
+    ask,
     gather,
-    home_dir,
-    http_failure,
+    hidden_prompt,
     output,
     print_json,
     print_table,
@@ -47,8 +44,7 @@ def _line(secret: VaultSecret) -> str:
 
 def _value(file: str | None) -> str:
     if file is None:
-        value: str = typer.prompt("Secret value", hide_input=True, err=True)
-        return value
+        return hidden_prompt("Secret value", confirm=False, instead="--file")
     try:
         # One trailing newline is the file's or the pipe's, not the secret's.
         text = read_input(file).decode("utf-8")
@@ -78,12 +74,9 @@ def put(  # noqa: PLR0917 - typer reads options from the signature
     value = _value(file)
     if not value:
         usage_error("the value must not be empty")
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            secret = client.vault_put(name, value, description=description)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    secret, _profile = ask(
+        home, base_url, lambda client: client.vault_put(name, value, description=description)
+    )
     if as_json:
         print_json(secret)
         return
@@ -98,12 +91,7 @@ def show(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """A secret's metadata: version, owner, sealing, times (the value is never answered)."""
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            secret = client.vault_secret(name)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    secret, _profile = ask(home, base_url, lambda client: client.vault_secret(name))
     if as_json:
         print_json(secret)
         return
@@ -123,17 +111,14 @@ def list_secrets(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """List the project's secrets by name (metadata only)."""
-    client, profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            found = gather(
-                lambda cursor, size: client.vault_list(
-                    identity_id=identity, cursor=cursor, limit=size
-                ),
-                limit,
-            )
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    found, profile = ask(
+        home,
+        base_url,
+        lambda client: gather(
+            lambda cursor, size: client.vault_list(identity_id=identity, cursor=cursor, limit=size),
+            limit,
+        ),
+    )
     if as_json:
         print_json(found)
         return
@@ -158,10 +143,5 @@ def delete(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """Delete a secret."""
-    client, _profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            client.vault_delete(name)
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    _, _profile = ask(home, base_url, lambda client: client.vault_delete(name))
     output.print(f"deleted {name}", markup=False)

@@ -24,6 +24,7 @@ from .client_config import (
     JSON_OPTION,
     LIMIT_OPTION,
     Profile,
+    ask,
     client_for,
     errors,
     failure,
@@ -33,6 +34,7 @@ from .client_config import (
     output,
     print_json,
     print_table,
+    require_profile,
 )
 
 app = typer.Typer(
@@ -71,12 +73,7 @@ def list_wallets(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """List the project's wallets, oldest first, with their balances."""
-    client, profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            wallets = client.wallets()
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    wallets, profile = ask(home, base_url, lambda client: client.wallets())
     if as_json:
         print_json(wallets)
         return
@@ -103,12 +100,10 @@ def show(
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """A wallet's balance and its newest ledger entries."""
-    client, profile = client_for(home_dir(home), base_url)
-    with client:
-        try:
-            wallet = client.wallet(_wallet_id(client, profile, wallet_id))
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    profile = require_profile(home_dir(home))
+    wallet, _ = ask(
+        home, base_url, lambda client: client.wallet(_wallet_id(client, profile, wallet_id))
+    )
     if as_json:
         print_json(wallet)
         return
