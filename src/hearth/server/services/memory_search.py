@@ -198,7 +198,10 @@ def _candidates(dialect: str, names: tuple[str, ...]) -> Select[Any]:
     """The ``limit`` most text-relevant memories of the project matching ``match`` (an FTS5
     expression or a tsquery text) under the filters ``names``: (id, tier, created_at, text)."""
     if dialect == "postgresql":
-        query = func.to_tsquery("simple", bindparam("match", type_=String))
+        # The configuration as a literal: the statement's text names it, as the index does.
+        query = func.to_tsquery(
+            literal_column("'simple'::regconfig"), bindparam("match", type_=String)
+        )
         text = func.ts_rank(_PG.c.document, query).label("text")
         return (
             select(memories.c.id, memories.c.tier, memories.c.created_at, text)
@@ -336,7 +339,9 @@ def search(
         return list(conn.execute(statement, {**params, "match": match}))
 
     every = leg("&")
-    some = leg("|") if len(terms) > 1 and len(every) < DEPTH else []
+    # Memories holding only some terms rank after all of those holding every term, so they are
+    # needed only when the latter do not fill this page and tell whether another follows.
+    some = leg("|") if len(terms) > 1 and len(every) <= offset + limit else []
     holding = {row.id for row in every}
     candidates = [_ranked(row, True, now) for row in every]
     candidates += [_ranked(row, False, now) for row in some if row.id not in holding]
