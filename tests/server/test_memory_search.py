@@ -21,7 +21,7 @@ from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import memories
 from hearth.server.errors import ProblemsError
 from hearth.server.services import cursors, memory_search
-from hearth.server.services.memory_search import Ranked, Term, parse, rank, snippet, words_of
+from hearth.server.services.memory_search import Term, parse, snippet, words_of
 from tests.support.databases import in_db
 from tests.support.live import Live, live_on
 from tests.support.memories import Owner
@@ -125,23 +125,6 @@ def test_any_text_parses_or_is_refused_as_a_query(q: str) -> None:
             assert word
             assert word[0].isalnum()
             assert not set(word) & set("\"'*():&|!<>-^ ")
-
-
-def test_the_ranking_rule_puts_every_term_first() -> None:
-    now = utcnow()
-    weak_but_complete = Ranked("a", True, 0.01, now - timedelta(days=400))
-    strong_partial = [Ranked(f"p{i}", False, 100.0 + i, now) for i in range(50)]
-    ordered = rank([*strong_partial, weak_but_complete])
-    assert ordered[0] is weak_but_complete
-    assert [r.score for r in ordered[1:]] == sorted((r.score for r in strong_partial), reverse=True)
-
-
-def test_the_adjustments() -> None:
-    now = utcnow()
-    assert memory_search.adjustment("episodic", now, now) == 1.0
-    assert memory_search.adjustment("episodic", now - timedelta(days=30), now) == 0.75
-    assert memory_search.adjustment("foundational", now - timedelta(days=900), now) == 1.25
-    assert memory_search.adjustment("constitutive", now, now) == 1.5
 
 
 def test_the_snippet_is_around_the_first_match() -> None:
@@ -255,6 +238,38 @@ def test_the_evaluation_set_exact_keywords_reach_the_floor(live: Live) -> None:
     assert exact.recall_at_5 >= EXACT_FLOOR, exact
     for kind in ("name", "date", "multilingual"):
         assert score(kind, [(q, n) for q, n in found if q.kind == kind]).recall_at_5 >= 0.8
+
+
+def test_tier_and_recency_adjust_the_score_as_documented(live: Live) -> None:
+    """The same text in four memories: the scores stand to each other as the tier boosts and
+    the recency factor 0.5 + 0.5 / (1 + age_days / 30) say (docs/memory.md, "Ranking")."""
+    owner = Owner.new(live)
+    project_id = owner.reg["project"]["id"]
+    now = utcnow()
+    ages = {"new": ("episodic", 0), "month": ("episodic", 30), "old": ("episodic", 90)}
+    ages |= {"foundational": ("foundational", 900), "constitutive": ("constitutive", 900)}
+
+    def seed(conn: sa.Connection) -> dict[str, str]:
+        rows = {
+            name: _row(project_id, tier, "quartz harbour", now - timedelta(days=days))
+            for name, (tier, days) in ages.items()
+        }
+        conn.execute(memories.insert(), list(rows.values()))
+        return {str(row["id"]): name for name, row in rows.items()}
+
+    names = in_db(live, seed)
+    scores = {names[h["memory"]["id"]]: h["score"] for h in hits(owner, "quartz")}
+    relative = {name: score / scores["new"] for name, score in scores.items()}
+    expected = {
+        "new": 1.0,
+        "month": 0.75,
+        "old": 0.5 + 0.5 / 4,
+        "foundational": 1.25,
+        "constitutive": 1.5,
+    }
+    assert relative == pytest.approx(expected, rel=1e-3)
+    order = [names[h["memory"]["id"]] for h in hits(owner, "quartz")]
+    assert order == ["constitutive", "foundational", "new", "month", "old"]
 
 
 # --- the index follows every write --------------------------------------------------------------

@@ -6,34 +6,38 @@ terms of plain words (letters and digits), and the index's own syntax (an FTS5 e
 ``tsquery``) is written from those terms: the caller's text never reaches either parser, so
 no input can be a syntax error there, only a 422 ``invalid_search_query`` from here.
 
-Ranking: every memory matching at least one term is a candidate. A memory that holds every term
+Ranking: every memory matching at least one term is a match. A memory that holds every term
 comes before every one that does not (``all_terms``); within each group the score decides:
 the text relevance (BM25 on SQLite, ``ts_rank`` on PostgreSQL) times the tier's boost times the
-recency factor of an episodic memory. Text relevance picks the ``DEPTH`` best candidates of each
-group in the database, then the adjustments reorder them here; a search shows at most ``DEPTH``
-results. Every statement is held to the caller's project.
+recency factor of an episodic memory. Both are computed by the database over every match of
+the group, which returns one page: one statement when the first group fills the page, two (or
+three, past its end) otherwise. Every statement is held to the caller's project.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import (
+    Boolean,
     Connection,
     DateTime,
     Float,
     Integer,
-    Select,
+    RowMapping,
     String,
     bindparam,
+    case,
     column,
     func,
+    literal,
     literal_column,
+    not_,
     select,
     table,
 )
@@ -49,7 +53,6 @@ from ..memory_tiers import decays, witnessed
 from . import cursors
 from .memories import HALF_LIFE_DAYS, _attestations_of, view
 
-DEPTH: Final = 200  # candidates per group, and the most results a search shows
 MAX_TERMS: Final = 16
 MAX_WORDS: Final = 32  # words of all terms together (a phrase's words count one each)
 MAX_WORD_CHARS: Final = 100
@@ -57,7 +60,7 @@ MIN_PREFIX_CHARS: Final = 2
 SNIPPET_CHARS: Final = 160
 
 # The score's adjustments (docs/memory.md, "Ranking"): elevated tiers rank higher, and an
-# episodic memory's factor falls from 1 when stored to 0.5 as it decays (half-way each 30 days).
+# episodic memory's factor falls from 1 when stored towards 0.5 (0.75 at 30 days old).
 TIER_BOOST: Final = {"episodic": 1.0, "foundational": 1.25, "constitutive": 1.5}
 RECENCY_FLOOR: Final = 0.5
 
@@ -178,8 +181,9 @@ def _words(text: str, position: int) -> list[str]:
 _FTS = table(FTS_TABLE, column("rowid", Integer))
 _ROWS = table(ROWS_TABLE, column("rowid", Integer), column("memory_id", String))
 _PG = table(PG_TABLE, column("memory_id", String), column("document", TSVECTOR))
-
-FILTERS: Final = ("identity_id", "tier", "key", "since", "until")
+_SIMPLE: Any = literal_column(
+    "'simple'::regconfig"
+)  # a literal: the statement names it, as the index
 
 
 def _filters(names: Sequence[str]) -> list[Any]:
@@ -194,90 +198,95 @@ def _filters(names: Sequence[str]) -> list[Any]:
     return conditions
 
 
-def _candidates(dialect: str, names: tuple[str, ...]) -> Select[Any]:
-    """The ``limit`` most text-relevant memories of the project matching ``match`` (an FTS5
-    expression or a tsquery text) under the filters ``names``: (id, tier, created_at, text)."""
+def _factor(dialect: str) -> Any:
+    """The score's adjustment as SQL: the tier's boost, and for a decaying tier the recency
+    factor ``RECENCY_FLOOR + (1 - RECENCY_FLOOR) / (1 + age_days / HALF_LIFE_DAYS)``."""
+    now = bindparam("now", type_=DateTime)
     if dialect == "postgresql":
-        # The configuration as a literal: the statement's text names it, as the index does.
-        query = func.to_tsquery(
-            literal_column("'simple'::regconfig"), bindparam("match", type_=String)
+        seconds = func.extract("epoch", now - memories.c.created_at)
+        age = func.greatest(0.0, seconds / 86_400.0)
+    else:
+        # julianday reads the stored text of a time; no math functions needed (not every
+        # SQLite is built with them).
+        age = func.max(0.0, func.julianday(now) - func.julianday(memories.c.created_at))
+    recency = RECENCY_FLOOR + (1 - RECENCY_FLOOR) / (1.0 + age / HALF_LIFE_DAYS)
+    whens = [
+        (memories.c.tier == tier, recency * boost if decays(tier) else literal(boost))
+        for tier, boost in TIER_BOOST.items()
+    ]
+    return case(*whens, else_=literal(1.0))
+
+
+def _leg(dialect: str, names: tuple[str, ...], *, every: bool, count: bool = False) -> Any:
+    """The matches of one group under the filters ``names``, best first, one page of them
+    (``limit``, ``offset``): with ``every``, the memories matching ``match`` (every term);
+    without, those matching ``match`` (some term) but not ``all`` (every term). With ``count``,
+    how many there are instead."""
+    if dialect == "postgresql":
+        query = func.to_tsquery(_SIMPLE, bindparam("match", type_=String))
+        text: Any = func.ts_rank(_PG.c.document, query)
+        source = _PG.join(memories, memories.c.id == _PG.c.memory_id)
+        conditions = [_PG.c.document.op("@@")(query)]
+        if not every:
+            every_term = func.to_tsquery(_SIMPLE, bindparam("all", type_=String))
+            conditions.append(not_(_PG.c.document.op("@@", return_type=Boolean)(every_term)))
+    else:
+        text = -func.bm25(literal_column(FTS_TABLE), *BM25_WEIGHTS, type_=Float)
+        source = _FTS.join(_ROWS, _ROWS.c.rowid == _FTS.c.rowid).join(
+            memories, memories.c.id == _ROWS.c.memory_id
         )
-        text = func.ts_rank(_PG.c.document, query).label("text")
-        return (
-            select(memories.c.id, memories.c.tier, memories.c.created_at, text)
-            .select_from(_PG.join(memories, memories.c.id == _PG.c.memory_id))
-            .where(_PG.c.document.op("@@")(query), *_filters(names))
-            .order_by(text.desc(), memories.c.id)
-            .limit(bindparam("limit"))
-        )
-    bm25 = func.bm25(literal_column(FTS_TABLE), *BM25_WEIGHTS, type_=Float)
-    return (
-        select(memories.c.id, memories.c.tier, memories.c.created_at, (-bm25).label("text"))
-        .select_from(
-            _FTS.join(_ROWS, _ROWS.c.rowid == _FTS.c.rowid).join(
-                memories, memories.c.id == _ROWS.c.memory_id
+        conditions = [literal_column(FTS_TABLE).op("MATCH")(bindparam("match"))]
+        if not every:
+            # A second cursor on the index: the memories holding every term, left out.
+            fts = _FTS.alias("every_term")
+            holding = select(fts.c.rowid).where(
+                literal_column(f"every_term.{FTS_TABLE}").op("MATCH")(bindparam("all"))
             )
-        )
-        .where(literal_column(FTS_TABLE).op("MATCH")(bindparam("match")), *_filters(names))
-        .order_by(bm25, memories.c.id)
+            conditions.append(_FTS.c.rowid.not_in(holding))
+    conditions += _filters(names)
+    if count:
+        return select(func.count()).select_from(source).where(*conditions)
+    score = (text * _factor(dialect)).label("score")
+    return (
+        select(memories, score)
+        .select_from(source)
+        .where(*conditions)
+        .order_by(score.desc(), memories.c.created_at.desc(), memories.c.id.desc())
         .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
     )
 
 
-# (dialect, filters given) -> the statement: built once, as cursors' listings are.
-_STATEMENTS: dict[tuple[str, tuple[str, ...]], Select[Any]] = {}
-_BY_IDS = select(memories).where(memories.c.id.in_(bindparam("ids", expanding=True)))
+# (dialect, filters given, group, counting) -> the statement: built once, as listings' are.
+_STATEMENTS: dict[tuple[str, tuple[str, ...], bool, bool], Any] = {}
 
 
-def _statement(dialect: str, names: tuple[str, ...]) -> Select[Any]:
-    key = (dialect, names)
+def _statement(dialect: str, names: tuple[str, ...], every: bool, count: bool = False) -> Any:
+    key = (dialect, names, every, count)
     statement = _STATEMENTS.get(key)
     if statement is None:
-        statement = _STATEMENTS[key] = _candidates(dialect, names)
+        statement = _STATEMENTS[key] = _leg(dialect, names, every=every, count=count)
     return statement
 
 
-# --- ranking ------------------------------------------------------------------------------------
+# --- the search ---------------------------------------------------------------------------------
 
 
-def adjustment(tier: str, created_at: datetime, now: datetime) -> float:
-    """The factor the text relevance is multiplied by: the tier's boost, and for an episodic
-    memory ``0.5 + 0.5 * weight`` (its decay weight: 1 when stored, 1/2 after 30 days)."""
-    factor = TIER_BOOST.get(tier, 1.0)
-    if decays(tier):
-        age_days = max(0.0, (now - created_at).total_seconds() / 86_400)
-        factor *= RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (age_days / HALF_LIFE_DAYS)
-    return factor
+def first_match(terms: Sequence[Term]) -> re.Pattern[str]:
+    """One pattern finding the first place any term matches (made once per search)."""
+    alternatives = []
+    for term in terms:
+        words = r"\W+".join(re.escape(w) for w in term.words)
+        alternatives.append(words + (r"\w*" if term.prefix else r"(?!\w)"))
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Ranked:
-    memory_id: str
-    all_terms: bool
-    score: float
-    created_at: datetime
-
-    def order(self) -> tuple[bool, float, datetime, str]:
-        return (self.all_terms, self.score, self.created_at, self.memory_id)
-
-
-def rank(candidates: Sequence[Ranked]) -> list[Ranked]:
-    """The ranking rule: every memory holding all the terms first, then by score (then newest,
-    then by id, so equal scores keep one order from page to page)."""
-    return sorted(candidates, key=Ranked.order, reverse=True)
-
-
-def snippet(content: str, terms: Sequence[Term]) -> str:
+def snippet(content: str, terms: Sequence[Term] | re.Pattern[str]) -> str:
     """About ``SNIPPET_CHARS`` characters of ``content`` around the first word a term matches,
     with an ellipsis where it was cut."""
-    starts = []
-    for term in terms:
-        words = r"[^\w]+".join(re.escape(w) for w in term.words)
-        tail = r"\w*" if term.prefix else r"(?!\w)"
-        found = re.search(r"(?<!\w)" + words + tail, content, re.IGNORECASE)
-        if found:
-            starts.append(found.start())
-    at = min(starts) if starts else 0
+    pattern = terms if isinstance(terms, re.Pattern) else first_match(terms)
+    found = pattern.search(content)
+    at = found.start() if found else 0
     begin = max(0, at - SNIPPET_CHARS // 3)
     if begin > 0:
         space = content.find(" ", begin, at)
@@ -288,14 +297,6 @@ def snippet(content: str, terms: Sequence[Term]) -> str:
         end = space if space > 0 else end
     text = " ".join(content[begin:end].split())
     return ("…" if begin > 0 else "") + text + ("…" if end < len(content) else "")
-
-
-def _ranked(row: Any, all_terms: bool, now: datetime) -> Ranked:
-    score = float(row.text) * adjustment(row.tier, row.created_at, now)
-    return Ranked(row.id, all_terms, score, row.created_at)
-
-
-# --- the search ---------------------------------------------------------------------------------
 
 
 def search(
@@ -328,39 +329,62 @@ def search(
     offset = cursors.decode_offset(cursor) if cursor is not None else 0
     now = now or utcnow()
     dialect = conn.dialect.name
-    statement = _statement(dialect, tuple(given))
-    params = {**given, "project": project_id, "limit": DEPTH}
+    names = tuple(given)
+    if dialect == "postgresql":
+        every_match = " & ".join(t.tsquery() for t in terms)
+        some_match = " | ".join(t.tsquery() for t in terms)
+    else:
+        every_match = " AND ".join(t.fts5() for t in terms)
+        some_match = " OR ".join(t.fts5() for t in terms)
+    params: JsonObject = {**given, "project": project_id, "now": now}
 
-    def leg(joiner: str) -> list[Any]:
-        if dialect == "postgresql":
-            match = f" {joiner} ".join(t.tsquery() for t in terms)
-        else:
-            match = f" {'AND' if joiner == '&' else 'OR'} ".join(t.fts5() for t in terms)
-        return list(conn.execute(statement, {**params, "match": match}))
-
-    every = leg("&")
-    # Memories holding only some terms rank after all of those holding every term, so they are
-    # needed only when the latter do not fill this page and tell whether another follows.
-    some = leg("|") if len(terms) > 1 and len(every) <= offset + limit else []
-    holding = {row.id for row in every}
-    candidates = [_ranked(row, True, now) for row in every]
-    candidates += [_ranked(row, False, now) for row in some if row.id not in holding]
-    ranked = rank(candidates)[:DEPTH]
-    page = ranked[offset : offset + limit]
-    found = conn.execute(_BY_IDS, {"ids": [hit.memory_id for hit in page]})
-    rows = {row.id: MemoryRow.of(row._mapping) for row in found}
-    attestations = _attestations_of(conn, [i for i, m in rows.items() if witnessed(m.tier)])
-    items = []
-    for hit in page:
-        memory = rows[hit.memory_id]  # the same snapshot read both statements
-        items.append(
-            {
-                "memory": view(memory, now, attestations.get(memory.id)),
-                "score": round(hit.score, 6),
-                "all_terms": hit.all_terms,
-                "snippet": snippet(memory.content, terms),
-            }
+    # The rule: every memory holding every term, best first; then those holding some.
+    # One row past the page tells whether another page follows.
+    page = [
+        (row, True)
+        for row in conn.execute(
+            _statement(dialect, names, True),
+            {**params, "match": every_match, "limit": limit + 1, "offset": offset},
         )
-    more = offset + limit < len(ranked)
+    ]
+    if len(terms) > 1 and len(page) <= limit:
+        held = offset + len(page)
+        if not page and offset > 0:  # past the first group: how far it reached
+            held = conn.execute(
+                _statement(dialect, names, True, count=True), {**params, "match": every_match}
+            ).scalar_one()
+        rest = conn.execute(
+            _statement(dialect, names, False),
+            {
+                **params,
+                "match": some_match,
+                "all": every_match,
+                "limit": limit + 1 - len(page),
+                "offset": max(0, offset - held),
+            },
+        )
+        page += [(row, False) for row in rest]
+    more = len(page) > limit
+    page = page[:limit]
+    memories_of = [MemoryRow.of(_memory_part(row._mapping)) for row, _ in page]
+    attestations = _attestations_of(conn, [m.id for m in memories_of if witnessed(m.tier)])
+    pattern = first_match(terms)
+    items = [
+        {
+            "memory": view(memory, now, attestations.get(memory.id)),
+            "score": round(float(row.score), 6),
+            "all_terms": all_terms,
+            "snippet": snippet(memory.content, pattern),
+        }
+        for memory, (row, all_terms) in zip(memories_of, page, strict=True)
+    ]
     next_cursor = cursors.encode_offset(offset + limit) if more else None
     return cursors.Page(items, next_cursor)
+
+
+_COLUMNS = tuple(c.name for c in memories.c)
+
+
+def _memory_part(mapping: RowMapping) -> Mapping[str, Any]:
+    """The memory's own columns of a result row (which also holds its score)."""
+    return {name: mapping[name] for name in _COLUMNS}
