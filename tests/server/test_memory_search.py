@@ -236,8 +236,10 @@ def test_the_evaluation_set_exact_keywords_reach_the_floor(live: Live) -> None:
     exact = score("exact", [(q, n) for q, n in found if q.kind == "exact"])
     assert exact.questions >= 15
     assert exact.recall_at_5 >= EXACT_FLOOR, exact
+    # Names, dates and text in other scripts are words as written: every one is found (the
+    # Hindi question failed on PostgreSQL while [[:punct:]] cut Devanagari words).
     for kind in ("name", "date", "multilingual"):
-        assert score(kind, [(q, n) for q, n in found if q.kind == kind]).recall_at_5 >= 0.8
+        assert score(kind, [(q, n) for q, n in found if q.kind == kind]).recall_at_5 == 1.0, kind
 
 
 def test_tier_and_recency_adjust_the_score_as_documented(live: Live) -> None:
@@ -334,6 +336,13 @@ def index_exact(live: Live) -> None:
         total = conn.execute(sa.select(sa.func.count()).select_from(memories)).scalar_one()
         assert conn.exec_driver_sql(search_index.indexed_count_query(dialect)).scalar_one() == total
         rows = conn.execute(sa.select(memories.c.id, memories.c.key, memories.c.content)).all()
+        if dialect == "postgresql":  # its copy of the columns a search filters and ranks on
+            mirrored = ", ".join(search_index.MIRRORED)
+            copy = conn.exec_driver_sql(
+                f"SELECT memory_id, {mirrored} FROM {search_index.PG_TABLE}"
+            )
+            kept = conn.exec_driver_sql(f"SELECT id, {mirrored} FROM memories")
+            assert sorted(map(tuple, copy)) == sorted(map(tuple, kept))
         for word in WORDS:
             expected = {r.id for r in rows if word in f"{r.key or ''} {r.content}".split()}
             if dialect == "postgresql":

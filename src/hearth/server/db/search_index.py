@@ -18,8 +18,8 @@ at the wrong memories.
 PostgreSQL: ``memory_search`` (memory id, ``tsvector``) with a GIN index; the document is built
 by ``hearth_search_document`` with the language-neutral ``simple`` configuration (no stemming,
 no stop words: names and text in any language match as written), the key weighted A and the
-content B. Punctuation is turned into spaces first so that both databases split text the same
-way (``2024-03-15`` is three words on both, ``ana@example.com`` three, not one e-mail token).
+content B. ASCII punctuation is turned into spaces first so that both databases split text the
+same way (``2024-03-15`` is three words on both, ``ana@example.com`` three, not one e-mail token).
 
 ``table_statements``, ``trigger_statements``, ``drop_statements`` and ``backfill_statements``
 are the one definition (migration 0012); a later change is a new migration that drops these
@@ -79,19 +79,32 @@ def _sqlite_triggers() -> list[str]:
     ]
 
 
-# Punctuation to spaces, then the simple configuration; the key weighs A, the content B.
+# ASCII punctuation to spaces, then the simple configuration; the key weighs A, the content B.
+# Not [[:punct:]]: under a C.UTF-8 locale it takes in combining marks too, and would cut a
+# Devanagari word at its vowel signs. The parser's own tokens that would split text unlike
+# FTS5 (e-mail addresses, hosts, paths, signed numbers, versions) are all made of ASCII.
+_PUNCTUATION = "[!-/:-@[-`{-~]+"
 _PG_DOCUMENT = (
     "CREATE FUNCTION hearth_search_document(key text, content text) RETURNS tsvector"
     " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT"
-    " setweight(to_tsvector('simple', regexp_replace(coalesce(key, ''), '[[:punct:]]+', ' ',"
-    " 'g')), 'A') || setweight(to_tsvector('simple', regexp_replace(content, '[[:punct:]]+',"
+    f" setweight(to_tsvector('simple', regexp_replace(coalesce(key, ''), '{_PUNCTUATION}', ' ',"
+    f" 'g')), 'A') || setweight(to_tsvector('simple', regexp_replace(content, '{_PUNCTUATION}',"
     " ' ', 'g')), 'B') $$"
 )
 
 
+# PostgreSQL: the columns a search filters and ranks on, beside the document, so that the
+# ranking reads this table alone and joins ``memories`` for one page only. Joining every match
+# to ``memories`` (a wide row) cost three quarters of a search at 100,000 memories.
+MIRRORED: Final = ("project_id", "identity_id", "tier", "key", "created_at")
+
+
 def _postgresql_tables() -> list[str]:
     return [
-        f"CREATE TABLE {PG_TABLE} (memory_id VARCHAR(36) PRIMARY KEY, document tsvector NOT NULL)",
+        f"CREATE TABLE {PG_TABLE} (memory_id VARCHAR(36) PRIMARY KEY,"
+        " project_id VARCHAR(36) NOT NULL, identity_id VARCHAR(36), tier VARCHAR(20) NOT NULL,"
+        " key VARCHAR(200), created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL,"
+        " document tsvector NOT NULL)",
         f"CREATE INDEX ix_{PG_TABLE}_document ON {PG_TABLE} USING gin (document)",
         _PG_DOCUMENT,
     ]
@@ -101,18 +114,23 @@ def _postgresql_triggers() -> list[str]:
     body = (
         "BEGIN"
         f" IF TG_OP <> 'INSERT' THEN DELETE FROM {PG_TABLE} WHERE memory_id = OLD.id; END IF;"
-        f" IF TG_OP <> 'DELETE' THEN INSERT INTO {PG_TABLE} (memory_id, document)"
-        " VALUES (NEW.id, hearth_search_document(NEW.key, NEW.content)); END IF;"
-        " RETURN NULL; END"
+        f" IF TG_OP <> 'DELETE' THEN INSERT INTO {PG_TABLE} (memory_id, {_MIRRORED}, document)"
+        f" VALUES (NEW.id, {_NEW_MIRRORED}, hearth_search_document(NEW.key, NEW.content));"
+        " END IF; RETURN NULL; END"
     )
+    watched = ("id", *MIRRORED, "content")
+    moved = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in watched)
     return [
         f"CREATE FUNCTION hearth_search_index() RETURNS trigger LANGUAGE plpgsql AS $$ {body} $$",
         "CREATE TRIGGER hearth_search_write AFTER INSERT OR DELETE ON memories"
         " FOR EACH ROW EXECUTE FUNCTION hearth_search_index()",
-        "CREATE TRIGGER hearth_search_update AFTER UPDATE OF id, key, content ON memories"
-        " FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.key IS DISTINCT FROM NEW.key"
-        " OR OLD.content IS DISTINCT FROM NEW.content) EXECUTE FUNCTION hearth_search_index()",
+        f"CREATE TRIGGER hearth_search_update AFTER UPDATE OF {', '.join(watched)} ON memories"
+        f" FOR EACH ROW WHEN ({moved}) EXECUTE FUNCTION hearth_search_index()",
     ]
+
+
+_MIRRORED = ", ".join(MIRRORED)
+_NEW_MIRRORED = ", ".join(f"NEW.{c}" for c in MIRRORED)
 
 
 def table_statements(dialect: str) -> list[str]:
@@ -129,8 +147,8 @@ def backfill_statements(dialect: str) -> list[str]:
     """Index the memories already stored, once (migration 0012, before the triggers exist)."""
     if dialect == "postgresql":
         return [
-            f"INSERT INTO {PG_TABLE} (memory_id, document)"
-            " SELECT id, hearth_search_document(key, content) FROM memories"
+            f"INSERT INTO {PG_TABLE} (memory_id, {_MIRRORED}, document)"
+            f" SELECT id, {_MIRRORED}, hearth_search_document(key, content) FROM memories"
         ]
     return [
         f"INSERT INTO {ROWS_TABLE} (memory_id) SELECT id FROM memories ORDER BY created_at, id",
@@ -163,6 +181,7 @@ def indexed_count_query(dialect: str) -> str:
 __all__ = [
     "BM25_WEIGHTS",
     "FTS_TABLE",
+    "MIRRORED",
     "PG_TABLE",
     "ROWS_TABLE",
     "backfill_statements",

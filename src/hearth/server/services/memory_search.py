@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -29,7 +29,6 @@ from sqlalchemy import (
     DateTime,
     Float,
     Integer,
-    RowMapping,
     String,
     bindparam,
     case,
@@ -180,38 +179,48 @@ def _words(text: str, position: int) -> list[str]:
 
 _FTS = table(FTS_TABLE, column("rowid", Integer))
 _ROWS = table(ROWS_TABLE, column("rowid", Integer), column("memory_id", String))
-_PG = table(PG_TABLE, column("memory_id", String), column("document", TSVECTOR))
-_SIMPLE: Any = literal_column(
-    "'simple'::regconfig"
-)  # a literal: the statement names it, as the index
+_PG = table(
+    PG_TABLE,
+    column("memory_id", String),
+    column("project_id", String),
+    column("identity_id", String),
+    column("tier", String),
+    column("key", String),
+    column("created_at", DateTime),
+    column("document", TSVECTOR),
+)
+# The configuration as a literal: the statement names it, as the index does.
+_SIMPLE: Any = literal_column("'simple'::regconfig")
 
 
-def _filters(names: Sequence[str]) -> list[Any]:
-    conditions: list[Any] = [memories.c.project_id == bindparam("project")]
+def _filters(names: Sequence[str], source: Any) -> list[Any]:
+    """The project and the filters ``names`` on ``source``'s columns (``memories``, or on
+    PostgreSQL the index's own copy of them)."""
+    conditions: list[Any] = [source.c.project_id == bindparam("project")]
     for name in names:
         if name == "since":
-            conditions.append(memories.c.created_at >= bindparam("since", type_=DateTime))
+            conditions.append(source.c.created_at >= bindparam("since", type_=DateTime))
         elif name == "until":
-            conditions.append(memories.c.created_at < bindparam("until", type_=DateTime))
+            conditions.append(source.c.created_at < bindparam("until", type_=DateTime))
         else:
-            conditions.append(memories.c[name] == bindparam(name))
+            conditions.append(source.c[name] == bindparam(name))
     return conditions
 
 
-def _factor(dialect: str) -> Any:
+def _factor(dialect: str, source: Any) -> Any:
     """The score's adjustment as SQL: the tier's boost, and for a decaying tier the recency
     factor ``RECENCY_FLOOR + (1 - RECENCY_FLOOR) / (1 + age_days / HALF_LIFE_DAYS)``."""
     now = bindparam("now", type_=DateTime)
     if dialect == "postgresql":
-        seconds = func.extract("epoch", now - memories.c.created_at)
+        seconds = func.extract("epoch", now - source.c.created_at)
         age = func.greatest(0.0, seconds / 86_400.0)
     else:
         # julianday reads the stored text of a time; no math functions needed (not every
         # SQLite is built with them).
-        age = func.max(0.0, func.julianday(now) - func.julianday(memories.c.created_at))
+        age = func.max(0.0, func.julianday(now) - func.julianday(source.c.created_at))
     recency = RECENCY_FLOOR + (1 - RECENCY_FLOOR) / (1.0 + age / HALF_LIFE_DAYS)
     whens = [
-        (memories.c.tier == tier, recency * boost if decays(tier) else literal(boost))
+        (source.c.tier == tier, recency * boost if decays(tier) else literal(boost))
         for tier, boost in TIER_BOOST.items()
     ]
     return case(*whens, else_=literal(1.0))
@@ -219,13 +228,15 @@ def _factor(dialect: str) -> Any:
 
 def _leg(dialect: str, names: tuple[str, ...], *, every: bool, count: bool = False) -> Any:
     """The matches of one group under the filters ``names``, best first, one page of them
-    (``limit``, ``offset``): with ``every``, the memories matching ``match`` (every term);
-    without, those matching ``match`` (some term) but not ``all`` (every term). With ``count``,
-    how many there are instead."""
+    (``limit``, ``offset``) as (memory id, score): with ``every``, the memories matching
+    ``match`` (every term); without, those matching ``match`` (some term) but not ``all``
+    (every term). With ``count``, how many there are instead."""
     if dialect == "postgresql":
         query = func.to_tsquery(_SIMPLE, bindparam("match", type_=String))
         text: Any = func.ts_rank(_PG.c.document, query)
-        source = _PG.join(memories, memories.c.id == _PG.c.memory_id)
+        source: Any = _PG
+        columns = _PG
+        memory_id = _PG.c.memory_id
         conditions = [_PG.c.document.op("@@")(query)]
         if not every:
             every_term = func.to_tsquery(_SIMPLE, bindparam("all", type_=String))
@@ -235,6 +246,8 @@ def _leg(dialect: str, names: tuple[str, ...], *, every: bool, count: bool = Fal
         source = _FTS.join(_ROWS, _ROWS.c.rowid == _FTS.c.rowid).join(
             memories, memories.c.id == _ROWS.c.memory_id
         )
+        columns = memories
+        memory_id = memories.c.id
         conditions = [literal_column(FTS_TABLE).op("MATCH")(bindparam("match"))]
         if not every:
             # A second cursor on the index: the memories holding every term, left out.
@@ -243,15 +256,15 @@ def _leg(dialect: str, names: tuple[str, ...], *, every: bool, count: bool = Fal
                 literal_column(f"every_term.{FTS_TABLE}").op("MATCH")(bindparam("all"))
             )
             conditions.append(_FTS.c.rowid.not_in(holding))
-    conditions += _filters(names)
+    conditions += _filters(names, columns)
     if count:
         return select(func.count()).select_from(source).where(*conditions)
-    score = (text * _factor(dialect)).label("score")
+    score = (text * _factor(dialect, columns)).label("score")
     return (
-        select(memories, score)
+        select(memory_id.label("id"), score)
         .select_from(source)
         .where(*conditions)
-        .order_by(score.desc(), memories.c.created_at.desc(), memories.c.id.desc())
+        .order_by(score.desc(), columns.c.created_at.desc(), memory_id.desc())
         .limit(bindparam("limit"))
         .offset(bindparam("offset"))
     )
@@ -366,7 +379,9 @@ def search(
         page += [(row, False) for row in rest]
     more = len(page) > limit
     page = page[:limit]
-    memories_of = [MemoryRow.of(_memory_part(row._mapping)) for row, _ in page]
+    found = conn.execute(_BY_IDS, {"ids": [row.id for row, _ in page]})
+    rows = {row.id: MemoryRow.of(row._mapping) for row in found}
+    memories_of = [rows[row.id] for row, _ in page]  # one snapshot read both statements
     attestations = _attestations_of(conn, [m.id for m in memories_of if witnessed(m.tier)])
     pattern = first_match(terms)
     items = [
@@ -382,9 +397,4 @@ def search(
     return cursors.Page(items, next_cursor)
 
 
-_COLUMNS = tuple(c.name for c in memories.c)
-
-
-def _memory_part(mapping: RowMapping) -> Mapping[str, Any]:
-    """The memory's own columns of a result row (which also holds its score)."""
-    return {name: mapping[name] for name in _COLUMNS}
+_BY_IDS = select(memories).where(memories.c.id.in_(bindparam("ids", expanding=True)))
