@@ -20,6 +20,7 @@ from hearth.server.db import search_index
 from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import memories
 from hearth.server.errors import ProblemsError
+from hearth.server.memory_tiers import TIERS
 from hearth.server.services import cursors, memory_search
 from hearth.server.services.memory_search import Term, parse, snippet, words_of
 from tests.support.databases import in_db
@@ -298,8 +299,9 @@ def _row(
 class Writer:
     """Random inserts, deletes and updates of memories, straight in SQL."""
 
-    def __init__(self, project_id: str, seed: int) -> None:
+    def __init__(self, project_id: str, identity_id: str, seed: int) -> None:
         self.project_id = project_id
+        self.identity_id = identity_id
         self.random = random.Random(seed)
 
     def text(self) -> str:
@@ -315,16 +317,23 @@ class Writer:
             )
             return
         where = memories.c.id == self.random.choice(ids)
-        if choice < 65:
+        update = memories.update().where(where)
+        if choice < 60:
             conn.execute(memories.delete().where(where))
+        elif choice < 72:
+            conn.execute(update, {"content": self.text()})
         elif choice < 80:
-            conn.execute(memories.update().where(where), {"content": self.text()})
-        elif choice < 90:
+            conn.execute(update, {"key": self.random.choice([None, self.text()])})
+        elif choice < 86:
+            conn.execute(update, {"tier": self.random.choice(TIERS)})
+        elif choice < 91:
+            conn.execute(update, {"identity_id": self.random.choice([None, self.identity_id])})
+        elif choice < 95:
             conn.execute(
-                memories.update().where(where), {"key": self.random.choice([None, self.text()])}
+                update, {"created_at": utcnow() - timedelta(days=self.random.randrange(99))}
             )
-        else:
-            conn.execute(memories.update().where(where), {"tier": "foundational"})
+        else:  # a new id and a new tier in one statement: both triggers run
+            conn.execute(update, {"id": str(uuid.uuid4()), "tier": self.random.choice(TIERS)})
 
 
 def index_exact(live: Live) -> None:
@@ -336,13 +345,12 @@ def index_exact(live: Live) -> None:
         total = conn.execute(sa.select(sa.func.count()).select_from(memories)).scalar_one()
         assert conn.exec_driver_sql(search_index.indexed_count_query(dialect)).scalar_one() == total
         rows = conn.execute(sa.select(memories.c.id, memories.c.key, memories.c.content)).all()
-        if dialect == "postgresql":  # its copy of the columns a search filters and ranks on
-            mirrored = ", ".join(search_index.MIRRORED)
-            copy = conn.exec_driver_sql(
-                f"SELECT memory_id, {mirrored} FROM {search_index.PG_TABLE}"
-            )
-            kept = conn.exec_driver_sql(f"SELECT id, {mirrored} FROM memories")
-            assert sorted(map(tuple, copy)) == sorted(map(tuple, kept))
+        # The index's copy of the columns a search filters and ranks on.
+        mirrored = ", ".join(search_index.MIRRORED)
+        holder = search_index.PG_TABLE if dialect == "postgresql" else search_index.ROWS_TABLE
+        copy = conn.exec_driver_sql(f"SELECT memory_id, {mirrored} FROM {holder}")
+        kept = conn.exec_driver_sql(f"SELECT id, {mirrored} FROM memories")
+        assert sorted(map(tuple, copy)) == sorted(map(tuple, kept))
         for word in WORDS:
             expected = {r.id for r in rows if word in f"{r.key or ''} {r.content}".split()}
             if dialect == "postgresql":
@@ -366,7 +374,7 @@ def index_exact(live: Live) -> None:
 def test_the_index_follows_every_write(backend: str, tmp_path: Path) -> None:
     with live_on(backend, tmp_path) as live:
         owner = Owner.new(live)
-        writer = Writer(owner.reg["project"]["id"], seed=18)
+        writer = Writer(owner.reg["project"]["id"], owner.id, seed=18)
         index_exact(live)
         for _ in range(8):
             in_db(live, lambda conn: [writer.step(conn) for _ in range(50)])

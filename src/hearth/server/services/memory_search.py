@@ -178,7 +178,16 @@ def _words(text: str, position: int) -> list[str]:
 # --- the statements -----------------------------------------------------------------------------
 
 _FTS = table(FTS_TABLE, column("rowid", Integer))
-_ROWS = table(ROWS_TABLE, column("rowid", Integer), column("memory_id", String))
+_ROWS = table(
+    ROWS_TABLE,
+    column("rowid", Integer),
+    column("memory_id", String),
+    column("project_id", String),
+    column("identity_id", String),
+    column("tier", String),
+    column("key", String),
+    column("created_at", DateTime),
+)
 _PG = table(
     PG_TABLE,
     column("memory_id", String),
@@ -194,8 +203,8 @@ _SIMPLE: Any = literal_column("'simple'::regconfig")
 
 
 def _filters(names: Sequence[str], source: Any) -> list[Any]:
-    """The project and the filters ``names`` on ``source``'s columns (``memories``, or on
-    PostgreSQL the index's own copy of them)."""
+    """The project and the filters ``names`` on ``source``'s columns: the index's own copy
+    of them (``search_index.MIRRORED``)."""
     conditions: list[Any] = [source.c.project_id == bindparam("project")]
     for name in names:
         if name == "since":
@@ -243,11 +252,9 @@ def _leg(dialect: str, names: tuple[str, ...], *, every: bool, count: bool = Fal
             conditions.append(not_(_PG.c.document.op("@@", return_type=Boolean)(every_term)))
     else:
         text = -func.bm25(literal_column(FTS_TABLE), *BM25_WEIGHTS, type_=Float)
-        source = _FTS.join(_ROWS, _ROWS.c.rowid == _FTS.c.rowid).join(
-            memories, memories.c.id == _ROWS.c.memory_id
-        )
-        columns = memories
-        memory_id = memories.c.id
+        source = _FTS.join(_ROWS, _ROWS.c.rowid == _FTS.c.rowid)
+        columns = _ROWS
+        memory_id = _ROWS.c.memory_id
         conditions = [literal_column(FTS_TABLE).op("MATCH")(bindparam("match"))]
         if not every:
             # A second cursor on the index: the memories holding every term, left out.
