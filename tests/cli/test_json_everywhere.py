@@ -258,6 +258,7 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
     ("backup", "pull"): lambda w: ["backup", "pull", "--out", w.file("pulled.json")],
     ("memory", "add"): lambda w: ["memory", "add", "Another."],
     ("memory", "list"): lambda w: ["memory", "list"],
+    ("memory", "search"): lambda w: ["memory", "search", "walked"],
     ("memory", "elevate"): lambda w: (
         ["memory", "elevate", w.values["memory"], "--tier", "foundational"]
     ),

@@ -1,4 +1,5 @@
-"""``hearth memory add / list / elevate / attest`` against the real service over real HTTP."""
+"""``hearth memory add / list / search / elevate / attest`` against the real service over
+real HTTP."""
 
 from __future__ import annotations
 
@@ -66,6 +67,21 @@ def test_add_list_elevate_and_witness(service: str, tmp_path: Path) -> None:
     table = ok(run(["memory", "list"], home)).stdout
     assert added["id"] in table
     assert "1.00" in table
+
+    # Search: best first, as JSON or a table; an unreadable query is the service's refusal.
+    found = json.loads(ok(run(["memory", "search", "river dawn", "--json"], home)).stdout)
+    assert [hit["memory"]["id"] for hit in found] == [added["id"]]
+    assert found[0]["all_terms"] is True
+    assert "river" in found[0]["snippet"]
+    mine_only = json.loads(
+        ok(run(["memory", "search", "note* river", "--mine", "--json"], home)).stdout
+    )
+    assert [hit["memory"]["id"] for hit in mine_only] == [added["id"]]
+    searched = ok(run(["memory", "search", '"first note"'], home)).stdout
+    assert shared["id"] in searched
+    unreadable = run(["memory", "search", '"never closed'], home)
+    assert unreadable.exit_code == 1
+    assert "invalid_search_query" in unreadable.stderr
 
     # Foundational: signed with the root key opened from the home's sealed key file.
     wrong = run(["memory", "elevate", added["id"], "--tier", "foundational"], home, passphrase="no")

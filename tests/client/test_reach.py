@@ -139,6 +139,10 @@ def memories(client: HearthClient, made: NewIdentity, agent_id: str) -> None:
     gone = client.memory_store("Passing weather.", agent_id=agent_id)
     client.memory_delete(gone.id)
     assert list(client.iter_memories(limit=1))
+    found = client.memory_search("lamp door", identity_id=agent_id, limit=1)
+    assert [hit.memory.id for hit in found.items] == [kept.id]
+    assert found.items[0].all_terms
+    assert [hit.memory.id for hit in client.iter_memory_search("lamp")] == [kept.id]
     assert list(client.iter_chronicle(limit=1))
 
 

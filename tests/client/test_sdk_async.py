@@ -98,6 +98,10 @@ async def _async_session(base_url: str) -> None:
         listed = (await client.memories(agent_id=me.agent_id, limit=50)).items
         assert walked == [m.id for m in listed]
         assert {m.id for m in stored} | {rooted.id} <= set(walked)
+        searched = [h.memory.id async for h in client.iter_memory_search("note", limit=2)]
+        assert set(searched) == {m.id for m in stored}
+        best = (await client.memory_search('"note 2"')).items
+        assert [h.memory.id for h in best] == [stored[2].id]
 
         markdown = await client.wake("md", refresh=True)
         assert "note 3" in markdown

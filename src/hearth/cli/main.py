@@ -104,7 +104,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "memory": LazyCommand(
         "hearth.cli.memory",
         "app",
-        "Store, list and elevate memories; sign a witness attestation.",
+        "Store, list, search and elevate memories; sign a witness attestation.",
     ),
     "runtime": LazyCommand(
         "hearth.cli.runtime",

@@ -1,4 +1,5 @@
-"""``hearth memory``: store, list and elevate memories; witness another identity's memory."""
+"""``hearth memory``: store, list, search and elevate memories; witness another identity's
+memory."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rich.table import Table
 from hearth.adds import AddsError
 from hearth.adds.keys import load_ed25519_private_key
 from hearth.client import HearthError
-from hearth.client.memories import Memory, attest_memory
+from hearth.client.memories import Memory, MemorySearchHit, attest_memory
 from hearth.proofs import did_key_for_ed25519
 
 from .client_config import (
@@ -33,7 +34,8 @@ from .client_config import (
 from .files import read_input
 
 app = typer.Typer(
-    help="Store, list and elevate memories; sign a witness attestation.", no_args_is_help=True
+    help="Store, list, search and elevate memories; sign a witness attestation.",
+    no_args_is_help=True,
 )
 
 TIERS = ("episodic", "foundational")
@@ -143,6 +145,62 @@ def list_memories(  # noqa: PLR0917 - typer reads options from the signature
             f"{memory.weight:.2f}" + ("" if memory.in_wake else " (faded)"),
             memory.created_at,
             escape(preview),
+        )
+    print_table(table)
+
+
+@app.command("search")
+def search(  # noqa: PLR0917 - typer reads options from the signature
+    query: str = typer.Argument(
+        ..., help='Words, "quoted phrases" and prefixes (term*), as one argument.'
+    ),
+    tier: str | None = typer.Option(None, "--tier", help="Only this tier."),
+    key: str | None = typer.Option(None, "--key", help="Only this label."),
+    mine: bool = typer.Option(False, "--mine", help="Only this home's identity's memories."),
+    since: str | None = typer.Option(None, "--since", help="Only stored at or after (RFC 3339)."),
+    until: str | None = typer.Option(None, "--until", help="Only stored before (RFC 3339)."),
+    limit: int = typer.Option(10, "--limit", min=1, max=200, help="How many, best first."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON array instead of a table."),
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+) -> None:
+    """Search the project's memories, best first (docs/memory.md: the query and the ranking)."""
+    client, profile = client_for(home_dir(home), base_url)
+    found: list[MemorySearchHit] = []
+    cursor = None
+    with client:
+        try:
+            while len(found) < limit:
+                page = client.memory_search(
+                    query,
+                    identity_id=profile.identity_id if mine else None,
+                    tier=tier,
+                    key=key,
+                    since=since,
+                    until=until,
+                    cursor=cursor,
+                    limit=min(limit - len(found), 50),
+                )
+                found += page.items
+                cursor = page.next_cursor
+                if cursor is None or not page.items:
+                    break
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    if as_json:
+        typer.echo(json.dumps([asdict(hit) for hit in found], indent=2))
+        return
+    table = Table(title=f"Memories of project {profile.project_id} matching {query!r}")
+    for column in ("id", "tier", "key", "score", "snippet"):
+        table.add_column(column, overflow="fold")
+    for hit in found:
+        marker = "" if hit.all_terms else " (some terms)"
+        table.add_row(
+            escape(hit.memory.id),
+            hit.memory.tier,
+            escape(hit.memory.key or ""),
+            f"{hit.score:.3f}{marker}",
+            escape(hit.snippet),
         )
     print_table(table)
 

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
         Memory,
         MemoryAttestation,
         MemoryPage,
+        MemorySearchHit,
+        MemorySearchPage,
         attest_memory,
     )
     from .mnemonic_keys import IdentityKeys, NewIdentity, new_identity
@@ -132,6 +134,8 @@ _HOMES = {
     "Memory": "memories",
     "MemoryAttestation": "memories",
     "MemoryPage": "memories",
+    "MemorySearchHit": "memories",
+    "MemorySearchPage": "memories",
     "attest_memory": "memories",
     "BackupRecord": "project",
     "BootstrapStatus": "project",
@@ -198,6 +202,8 @@ __all__ = [
     "Memory",
     "MemoryAttestation",
     "MemoryPage",
+    "MemorySearchHit",
+    "MemorySearchPage",
     "NewIdentity",
     "Plans",
     "Profile",

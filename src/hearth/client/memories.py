@@ -21,6 +21,8 @@ __all__ = [
     "MemoryAttestation",
     "MemoryCalls",
     "MemoryPage",
+    "MemorySearchHit",
+    "MemorySearchPage",
     "attest_memory",
 ]
 
@@ -94,6 +96,40 @@ class MemoryPage:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MemoryPage:
         return cls(_objects(data.get("items"), Memory.from_json), _opt_str(data, "next_cursor"))
+
+
+@dataclass(frozen=True)
+class MemorySearchHit:
+    """One result of a memory search: the memory, its ``score`` (comparable within one search),
+    whether it holds every term of the query (such hits come first), and the content around
+    the first match."""
+
+    memory: Memory
+    score: float
+    all_terms: bool
+    snippet: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MemorySearchHit:
+        score = data.get("score")
+        return cls(
+            memory=Memory.from_json(_obj(data.get("memory"))),
+            score=float(score) if isinstance(score, int | float) else 0.0,
+            all_terms=bool(data.get("all_terms")),
+            snippet=_str(data, "snippet"),
+        )
+
+
+@dataclass(frozen=True)
+class MemorySearchPage:
+    items: tuple[MemorySearchHit, ...]
+    next_cursor: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MemorySearchPage:
+        return cls(
+            _objects(data.get("items"), MemorySearchHit.from_json), _opt_str(data, "next_cursor")
+        )
 
 
 @dataclass(frozen=True)
@@ -203,6 +239,40 @@ class MemoryCalls:
         return MemoryPage.from_json((yield from self._json("GET", "/v1/memories", params=params)))
 
     iter_memories = paged(memories)
+
+    @op
+    def memory_search(
+        self: Transport,
+        q: str,
+        *,
+        identity_id: str | None = None,
+        tier: str | None = None,
+        key: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> Call[MemorySearchPage]:
+        """One page of the project's memories matching ``q`` (words, ``"quoted phrases"``,
+        ``prefix*``), best first; ``since`` and ``until`` are RFC 3339 times (docs/memory.md)."""
+        params = {"q": q} | {
+            name: str(value)
+            for name, value in (
+                ("identity_id", identity_id),
+                ("tier", tier),
+                ("key", key),
+                ("since", since),
+                ("until", until),
+                ("cursor", cursor),
+                ("limit", limit),
+            )
+            if value is not None
+        }
+        return MemorySearchPage.from_json(
+            (yield from self._json("GET", "/v1/memories/search", params=params))
+        )
+
+    iter_memory_search = paged(memory_search)
 
     @op
     def memory(self: Transport, memory_id: str) -> Call[Memory]:

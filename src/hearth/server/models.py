@@ -527,6 +527,23 @@ class MemoryPage(BaseModel):
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
 
 
+class MemorySearchHit(BaseModel):
+    memory: MemoryView
+    score: float = Field(
+        description="text relevance times the tier's boost and an episodic memory's recency "
+        "factor (docs/memory.md); comparable within one search only"
+    )
+    all_terms: bool = Field(
+        description="the memory holds every term of the query: such hits always come first"
+    )
+    snippet: str = Field(description="the content around the first match")
+
+
+class MemorySearchPage(BaseModel):
+    items: list[MemorySearchHit]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
+
+
 class ChronicleEntry(BaseModel):
     id: str
     kind: ChronicleKind

@@ -218,6 +218,14 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         422,
+        "invalid_search_query",
+        "`GET /v1/memories/search`: a `q` this service cannot read as words, quoted phrases and "
+        'prefixes (`details[]` of `loc` `["query", "q"]`, `message`, `type`, and '
+        "`position`, the character where the problem is; never the query)",
+        "memory.md#the-query",
+    ),
+    _row(
+        422,
         "unstorable_text",
         "a NUL or a lone surrogate anywhere in the path, the query or the JSON body, on every "
         "route (`details[]` of `loc`, `message`, `type` `nul_character` or `lone_surrogate`, "

@@ -13,6 +13,7 @@ request makes (wall 5, ``refusals_recorded``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -36,12 +37,14 @@ from ..models import (
     ElevateRequest,
     MemoryCreate,
     MemoryPage,
+    MemorySearchPage,
     MemoryStored,
     MemoryView,
 )
-from ..services import chronicle, cursors, identities, memories
+from ..services import chronicle, cursors, identities, memories, memory_search
 from ..services.authority import RootGrant
 from ..services.cursors import Page
+from ..services.times import naive_utc
 from .common import cursor_query, errors
 
 router = APIRouter(tags=["memories"])
@@ -199,6 +202,62 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
             tier=tier,
             identity_id=identity_id,
             key=key,
+            cursor=cursor,
+            limit=limit,
+        )
+
+    page = await hearth.db.snapshot(run)
+    return page.body()
+
+
+@router.get(
+    "/v1/memories/search",
+    operation_id="memories_search",  # one search, not a listing of searches
+    response_model=MemorySearchPage,
+    responses=errors(401, 404, 422),
+    summary="Search the project's memories: words, quoted phrases, prefixes (term*); best first",
+)
+async def search_memories(  # noqa: PLR0917 - FastAPI reads query parameters from the signature
+    caller: CallerDep,
+    hearth: HearthDep,
+    q: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=500,
+            description='words, "quoted phrases" and prefixes (term*); docs/memory.md',
+        ),
+    ],
+    identity_id: Annotated[
+        str | None,
+        Query(max_length=64, description="only memories bound to this identity (UUID or DID)"),
+    ] = None,
+    tier: Annotated[Tier | None, Query(description="only this tier")] = None,
+    key: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="only this key")
+    ] = None,
+    since: Annotated[
+        datetime | None, Query(description="only memories stored at or after this time")
+    ] = None,
+    until: Annotated[
+        datetime | None, Query(description="only memories stored before this time")
+    ] = None,
+    cursor: Annotated[str | None, cursor_query(cursors.OFFSET_PATTERN)] = None,
+    limit: Annotated[int, Query(ge=1, le=50, description="results per page")] = 20,
+) -> JsonObject:
+    def run(conn: Connection) -> Page:
+        found = None
+        if identity_id is not None:
+            found = identities.find(conn, caller.project_id, identity_id).id
+        return memory_search.search(
+            conn,
+            caller.project_id,
+            q,
+            identity_id=found,
+            tier=tier,
+            key=key,
+            since=naive_utc(since),
+            until=naive_utc(until),
             cursor=cursor,
             limit=limit,
         )

@@ -51,6 +51,12 @@ def position_pattern(tail_bytes: int) -> str:
 
 PATTERN: Final = position_pattern(16)
 
+# A ranked listing (memory search) pages by place in its ranking, not by time: its cursor is
+# the offset of the next page (4 bytes, big-endian). Like every position it is no secret and
+# names no query: any offset the pattern admits is a place (past the end, an empty page).
+OFFSET_BYTES: Final = 4
+OFFSET_PATTERN: Final = f"^{canonical_b64url_pattern(-(-4 * OFFSET_BYTES // 3)).pattern}$"
+
 
 @dataclass(frozen=True)
 class Page:
@@ -87,6 +93,22 @@ def unpack_position(cursor: str, tail_bytes: int) -> tuple[datetime, bytes]:
         raise invalid_cursor()
     micros = min(int.from_bytes(raw[:TIME_BYTES], "big"), _LAST_MICROS)
     return _EPOCH + timedelta(microseconds=micros), raw[TIME_BYTES:]
+
+
+def encode_offset(offset: int) -> str:
+    """The cursor of the ranked page starting at ``offset``."""
+    return b64url_encode(offset.to_bytes(OFFSET_BYTES, "big"))
+
+
+def decode_offset(cursor: str) -> int:
+    """The offset of a cursor ``encode_offset`` made, or of any string of its pattern."""
+    try:
+        raw = b64url_decode(cursor)
+    except ValueError:
+        raise invalid_cursor() from None
+    if len(raw) != OFFSET_BYTES:
+        raise invalid_cursor()
+    return int.from_bytes(raw, "big")
 
 
 def encode_cursor(created_at: datetime, row_id: str) -> str:

@@ -17,3 +17,11 @@ def iso(moment: datetime | None) -> str | None:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment.isoformat(timespec="milliseconds") + "Z"
+
+
+def naive_utc(moment: datetime | None) -> datetime | None:
+    """A time from the wire as the naive UTC the tables store: one with an offset is converted,
+    one without is read as UTC."""
+    if moment is None or moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)

@@ -1,0 +1,433 @@
+"""Memory search: how well it finds (the evaluation set) and how fast, beside the bare index.
+
+Run ``.venv/bin/python bench/memory_search.py`` (``--memories N`` memories in the filled project,
+default 100,000; ``--searches S`` timed searches per round, default 300; ``--writes W`` timed
+writes per phase, default 300; ``--rounds R``, default 3; ``--backends sqlite,postgresql``;
+``--database-url`` a PostgreSQL server URL; ``--json``). It is a measurement, not a test: it
+exits 0 whether or not the goals are met, and non-zero only if the run itself breaks.
+
+For each backend, on a fresh database migrated to head (SQLite in a file of its own; PostgreSQL
+a database the bench creates and drops):
+
+1. **Evaluation.** The memories of ``tests/support/memory_search_cases.py`` are stored in a
+   project of their own with the service's ``memories.store``, and each question is asked with
+   ``memory_search.search``: recall@5 and MRR per kind of question (exact keywords,
+   paraphrases, names, dates, multilingual text).
+2. **Fill.** A second project gets N memories written in batches of 1,000 rows through the real
+   ``memories`` table (so the index's triggers run, as for any write): 8 to 40 words each,
+   drawn from a vocabulary of 5,000 made-up words by a Zipf law (word k is used about 1/k as
+   often as the most common one), a key on one in five, tiers and times spread over a year.
+3. **Search.** Queries of one to three words, drawn from the same law with the 100 most common
+   words left out (they play the part of stop words; a query of them matches most of the
+   store), a quarter of them with a prefix or a phrase. R rounds; each runs S searches through
+   the service (``memory_search.search`` in a read snapshot of the ``Database``: the parse, both
+   ranking legs, the adjustments, the page's rows and snippets, all but HTTP) and the same S
+   queries as the bare index query: one statement, an FTS5 ``MATCH`` ordered by ``bm25()`` or a
+   ``tsvector @@`` ordered by ``ts_rank``, of any of the terms (the question the service
+   answers), 20 ids, no project, no rule, no adjustment, no rows: the index alone. Printed:
+   p50 and p99 of each (the median over rounds) and the service's rate as a share of the bare
+   query's rate.
+4. **Writes.** R rounds, each W memory writes with the index and W without (the search
+   triggers dropped for the phase, its rows deleted after, the triggers made again, so the
+   index stays exact), one memory per transaction through ``memories.store``, as
+   ``POST /v1/memories`` writes one. Printed: writes per second of each and the slowdown.
+
+Goals (issue 18): search p99 under 50 ms at 100,000 memories; the service at 0.5 of the bare
+query's rate or more; writes at most 20 % slower with the index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the evaluation set is the tests' named data set
+
+from sqlalchemy import Connection, delete, text  # noqa: E402
+from tests.support.memory_search_cases import KINDS, MEMORIES, QUESTIONS, score  # noqa: E402
+
+from hearth.server.db import Database, search_index  # noqa: E402
+from hearth.server.db.engine import utcnow  # noqa: E402
+from hearth.server.db.migrate import upgrade  # noqa: E402
+from hearth.server.db.tables import memories, projects  # noqa: E402
+from hearth.server.services import memories as memory_service  # noqa: E402
+from hearth.server.services import memory_search  # noqa: E402
+from mixed import DEFAULT_DATABASE, fresh_database  # noqa: E402
+
+P99_GOAL_MS = 50.0
+RATE_GOAL = 0.5
+WRITE_SLOWDOWN_GOAL = 0.20
+BATCH = 1000
+VOCABULARY = 5000
+COMMON = 100  # the most common words, left out of queries
+TIERS = ("episodic",) * 8 + ("foundational",) * 3 + ("constitutive",)
+PAGE = 20
+
+
+def made_up_words(count: int, rng: random.Random) -> list[str]:
+    """``count`` distinct pronounceable words (no real language's frequencies to lean on)."""
+    consonants, vowels = "bcdfghjklmnprstvz", "aeiou"
+    found: dict[str, None] = {}
+    while len(found) < count:
+        size = rng.randint(2, 4)
+        word = "".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(size))
+        found[word] = None
+    return list(found)
+
+
+class Corpus:
+    """The filled project's text: a vocabulary and its Zipf weights."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.words = made_up_words(VOCABULARY, self.rng)
+        self.weights = [1 / (k + 1) for k in range(VOCABULARY)]
+        self.query_words = self.words[COMMON:]
+        self.query_weights = self.weights[COMMON:]
+
+    def content(self) -> str:
+        size = self.rng.randint(8, 40)
+        return " ".join(self.rng.choices(self.words, self.weights, k=size)).capitalize() + "."
+
+    def query(self) -> str:
+        terms = self.rng.choices(self.query_words, self.query_weights, k=self.rng.randint(1, 3))
+        shape = self.rng.random()
+        if shape < 0.125:
+            terms[-1] = terms[-1][:4] + "*"
+        elif shape < 0.25 and len(terms) > 1:
+            terms = [f'"{terms[0]} {terms[1]}"', *terms[2:]]
+        return " ".join(terms)
+
+
+def new_project(conn: Connection, name: str) -> str:
+    project_id = str(uuid.uuid4())
+    conn.execute(
+        projects.insert(),
+        {"id": project_id, "name": name, "origin": "bench", "created_at": utcnow()},
+    )
+    return project_id
+
+
+# --- 1. the evaluation set ----------------------------------------------------------------------
+
+
+async def evaluate(db: Database) -> dict[str, Any]:
+    project_id = await db.transaction(new_project, "evaluation")
+    names: dict[str, str] = {}
+    for name, content in MEMORIES.items():
+        row = await db.transaction(
+            memory_service.store,
+            project_id,
+            None,
+            content=content,
+            tier="episodic",
+            key=None,
+            grant=None,
+        )
+        names[row.id] = name
+    found = []
+    for question in QUESTIONS:
+        page = await db.snapshot(memory_search.search, project_id, question.q, limit=10)
+        found.append((question, [names[hit["memory"]["id"]] for hit in page.items]))
+    scores = {}
+    for kind in KINDS:
+        s = score(kind, [(q, n) for q, n in found if q.kind == kind])
+        scores[kind] = {"questions": s.questions, "recall_at_5": s.recall_at_5, "mrr": s.mrr}
+    everything = score("all", found)
+    scores["all"] = {
+        "questions": everything.questions,
+        "recall_at_5": everything.recall_at_5,
+        "mrr": everything.mrr,
+    }
+    return scores
+
+
+# --- 2. the fill --------------------------------------------------------------------------------
+
+
+async def fill(db: Database, corpus: Corpus, count: int) -> tuple[str, float]:
+    """The filled project and the fill's rows per second (bulk, triggers running)."""
+    project_id = await db.transaction(new_project, "filled")
+    now = utcnow()
+
+    def batch(conn: Connection, start: int, stop: int) -> None:
+        rows = []
+        for index in range(start, stop):
+            tier = TIERS[index % len(TIERS)]
+            made = now - timedelta(minutes=index * 525_600 // max(count, 1))
+            rows.append(
+                {
+                    "id": str(uuid.uuid4()),
+                    "project_id": project_id,
+                    "identity_id": None,
+                    "tier": tier,
+                    "key": corpus.rng.choice(corpus.words[:500]) if index % 5 == 0 else None,
+                    "content": corpus.content(),
+                    "created_at": made,
+                    "elevated_at": None if tier == "episodic" else made,
+                    "expression_patch": None,
+                }
+            )
+        conn.execute(memories.insert(), rows)
+
+    started = time.perf_counter()
+    for start in range(0, count, BATCH):
+        await db.transaction(batch, start, min(start + BATCH, count))
+    rate = count / (time.perf_counter() - started)
+    # The planner's statistics, as a store that grew over time has them (PostgreSQL's
+    # autovacuum analyzes a table that grew; right after a bulk fill it has not yet).
+    await db.transaction(lambda conn: conn.exec_driver_sql("ANALYZE"))
+    return project_id, rate
+
+
+# --- 3. search against the bare index -----------------------------------------------------------
+
+
+def bare_statement(dialect: str) -> Any:
+    """The index alone: the matches of one term list, best first, 20 ids."""
+    if dialect == "postgresql":
+        return text(
+            f"SELECT memory_id FROM {search_index.PG_TABLE}"
+            " WHERE document @@ to_tsquery('simple', :match)"
+            " ORDER BY ts_rank(document, to_tsquery('simple', :match)) DESC LIMIT :limit"
+        )
+    return text(
+        f"SELECT rowid FROM {search_index.FTS_TABLE} WHERE {search_index.FTS_TABLE} MATCH :match"
+        f" ORDER BY bm25({search_index.FTS_TABLE}, 2.0, 1.0) LIMIT :limit"
+    )
+
+
+def bare_match(dialect: str, q: str) -> str:
+    """The bare query's match text: any term, the question the service answers (a memory
+    holding some of the terms is a result)."""
+    terms = memory_search.parse(q)
+    if dialect == "postgresql":
+        return " | ".join(t.tsquery() for t in terms)
+    return " OR ".join(t.fts5() for t in terms)
+
+
+async def timed(calls: list[Callable[[], Any]]) -> list[float]:
+    """Each call's latency in ms, one after another."""
+    found = []
+    for call in calls:
+        started = time.perf_counter()
+        await call()
+        found.append((time.perf_counter() - started) * 1000)
+    return found
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def searches(
+    db: Database, corpus: Corpus, project_id: str, count: int, rounds: int
+) -> dict[str, Any]:
+    dialect = "postgresql" if not db.is_sqlite else "sqlite"
+    statement = bare_statement(dialect)
+    per_round: list[dict[str, float]] = []
+    sizes: list[int] = []
+    for _ in range(rounds):
+        queries = [corpus.query() for _ in range(count)]
+
+        def service_call(q: str) -> Callable[[], Any]:
+            return lambda: db.snapshot(memory_search.search, project_id, q, limit=PAGE)
+
+        def bare_call(q: str) -> Callable[[], Any]:
+            match = bare_match(dialect, q)
+            return lambda: db.snapshot(
+                lambda conn: conn.execute(statement, {"match": match, "limit": PAGE}).all()
+            )
+
+        # Interleaved, so a change in the machine's load hits both alike.
+        service_ms: list[float] = []
+        bare_ms: list[float] = []
+        for q in queries:
+            service_ms += await timed([service_call(q)])
+            bare_ms += await timed([bare_call(q)])
+        page = await db.snapshot(memory_search.search, project_id, queries[0], limit=PAGE)
+        sizes.append(len(page.items))
+        per_round.append(
+            {
+                "service_p50": quantile(service_ms, 0.5),
+                "service_p99": quantile(service_ms, 0.99),
+                "service_mean": statistics.fmean(service_ms),
+                "bare_p50": quantile(bare_ms, 0.5),
+                "bare_p99": quantile(bare_ms, 0.99),
+                "bare_mean": statistics.fmean(bare_ms),
+            }
+        )
+    median = {k: statistics.median(r[k] for r in per_round) for k in per_round[0]}
+    median["rate_ratio"] = median["bare_mean"] / median["service_mean"]
+    return median
+
+
+# --- 4. writes with and without the index -------------------------------------------------------
+
+
+async def writes(db: Database, corpus: Corpus, project_id: str, count: int, rounds: int) -> Any:
+    dialect = "postgresql" if not db.is_sqlite else "sqlite"
+
+    async def phase() -> float:
+        contents = [corpus.content() for _ in range(count)]
+        started = time.perf_counter()
+        for content in contents:
+            await db.transaction(
+                memory_service.store,
+                project_id,
+                None,
+                content=content,
+                tier="episodic",
+                key="bench-write",
+                grant=None,
+            )
+        return count / (time.perf_counter() - started)
+
+    def drop_triggers(conn: Connection) -> None:
+        for statement in search_index.drop_statements(dialect):
+            if "TRIGGER" in statement or "hearth_search_index" in statement:
+                conn.exec_driver_sql(statement)
+
+    def make_triggers(conn: Connection) -> None:
+        for statement in search_index.trigger_statements(dialect):
+            conn.exec_driver_sql(statement)
+
+    def forget_writes(conn: Connection) -> None:
+        conn.execute(
+            delete(memories).where(
+                memories.c.project_id == project_id, memories.c.key == "bench-write"
+            )
+        )
+
+    indexed, bare = [], []
+    for _ in range(rounds):
+        indexed.append(await phase())
+        # Deleted with the triggers in place, so unindexed too: the store is N again.
+        await db.transaction(forget_writes)
+        await db.transaction(drop_triggers)
+        try:
+            bare.append(await phase())
+            await db.transaction(forget_writes)  # never indexed, and gone before the triggers
+        finally:
+            await db.transaction(make_triggers)
+    with_index, without = statistics.median(indexed), statistics.median(bare)
+    return {
+        "with_index_per_s": with_index,
+        "without_index_per_s": without,
+        "slowdown": 1 - with_index / without,
+    }
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def database_for(backend: str, server_url: str, tmp: Path) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp}/search.sqlite3"
+        return
+    with fresh_database(server_url) as url:
+        yield url
+
+
+async def run_backend(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    db = Database(url)
+    try:
+        await upgrade(db.engine)
+        evaluation = await evaluate(db)
+        corpus = Corpus(seed=18)
+        project_id, fill_rate = await fill(db, corpus, args.memories)
+
+        def indexed(conn: Connection) -> int:
+            dialect = conn.dialect.name
+            return int(conn.exec_driver_sql(search_index.indexed_count_query(dialect)).scalar())
+
+        held = await db.snapshot(indexed)
+        search = await searches(db, corpus, project_id, args.searches, args.rounds)
+        write = await writes(db, corpus, project_id, args.writes, args.rounds)
+        assert await db.snapshot(indexed) == held, "the write phases left the index inexact"
+        return {
+            "memories": args.memories,
+            "indexed": held,
+            "fill_per_s": fill_rate,
+            "evaluation": evaluation,
+            "search": search,
+            "writes": write,
+            "goals": {
+                "p99_under_50_ms": search["service_p99"] < P99_GOAL_MS,
+                "rate_ratio_at_least_0_5": search["rate_ratio"] >= RATE_GOAL,
+                "writes_at_most_20_percent_slower": write["slowdown"] <= WRITE_SLOWDOWN_GOAL,
+            },
+        }
+    finally:
+        await db.dispose()
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [
+        f"machine: {platform.machine()}, {platform.python_implementation()} "
+        f"{platform.python_version()}"
+    ]
+    for backend, r in result["backends"].items():
+        s, w = r["search"], r["writes"]
+        lines.append(
+            f"\n{backend}: {r['memories']:,} memories ({r['indexed']:,} indexed, "
+            f"filled at {r['fill_per_s']:,.0f} rows/s)"
+        )
+        lines.append("  evaluation: kind            questions  recall@5   MRR")
+        for kind, e in r["evaluation"].items():
+            lines.append(
+                f"              {kind:<15} {e['questions']:>9}  {e['recall_at_5']:>8.2f}"
+                f"  {e['mrr']:>5.2f}"
+            )
+        lines.append(
+            f"  search (service): p50 {s['service_p50']:.2f} ms, p99 {s['service_p99']:.2f} ms"
+        )
+        lines.append(f"  bare index query: p50 {s['bare_p50']:.2f} ms, p99 {s['bare_p99']:.2f} ms")
+        lines.append(f"  service rate / bare rate: {s['rate_ratio']:.2f} (goal >= {RATE_GOAL})")
+        lines.append(
+            f"  writes: {w['with_index_per_s']:,.0f}/s with the index, "
+            f"{w['without_index_per_s']:,.0f}/s without: {w['slowdown']:+.1%} slower "
+            f"(goal <= {WRITE_SLOWDOWN_GOAL:.0%})"
+        )
+        goals = ", ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in r["goals"].items())
+        lines.append(f"  goals: {goals}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--writes", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--database-url", default=DEFAULT_DATABASE)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {"backends": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in args.backends.split(","):
+            with database_for(backend, args.database_url, Path(tmp)) as url:
+                result["backends"][backend] = asyncio.run(run_backend(url, args))
+    print(json.dumps(result, indent=2) if args.json else report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

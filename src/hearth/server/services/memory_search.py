@@ -1,0 +1,407 @@
+"""Memory search: a query parsed here, the full-text index (``db/search_index``), the ranking
+rule (docs/memory.md).
+
+The query ``q`` is words, ``"quoted phrases"`` and prefixes (``term*``). It is parsed here into
+terms of plain words (letters and digits), and the index's own syntax (an FTS5 expression, a
+``tsquery``) is written from those terms: the caller's text never reaches either parser, so
+no input can be a syntax error there, only a 422 ``invalid_search_query`` from here.
+
+Ranking: every memory matching at least one term is a match. A memory that holds every term
+comes before every one that does not (``all_terms``); within each group the score decides:
+the text relevance (BM25 on SQLite, ``ts_rank`` on PostgreSQL) times the tier's boost times the
+recency factor of an episodic memory. Both are computed by the database over every match of
+the group, which returns one page: one statement when the first group fills the page, two (or
+three, past its end) otherwise. Every statement is held to the caller's project.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    DateTime,
+    Float,
+    Integer,
+    String,
+    bindparam,
+    case,
+    column,
+    func,
+    literal,
+    literal_column,
+    not_,
+    select,
+    table,
+)
+from sqlalchemy.dialects.postgresql import TSVECTOR
+
+from ..db.engine import utcnow
+from ..db.rows import MemoryRow
+from ..db.search_index import BM25_WEIGHTS, FTS_TABLE, PG_TABLE, ROWS_TABLE
+from ..db.tables import memories
+from ..errors import ProblemsError
+from ..json_types import JsonObject
+from ..memory_tiers import decays, witnessed
+from . import cursors
+from .memories import HALF_LIFE_DAYS, _attestations_of, view
+
+MAX_TERMS: Final = 16
+MAX_WORDS: Final = 32  # words of all terms together (a phrase's words count one each)
+MAX_WORD_CHARS: Final = 100
+MIN_PREFIX_CHARS: Final = 2
+SNIPPET_CHARS: Final = 160
+
+# The score's adjustments (docs/memory.md, "Ranking"): elevated tiers rank higher, and an
+# episodic memory's factor falls from 1 when stored towards 0.5 (0.75 at 30 days old).
+TIER_BOOST: Final = {"episodic": 1.0, "foundational": 1.25, "constitutive": 1.5}
+RECENCY_FLOOR: Final = 0.5
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text``, lowercased: runs of letters and digits with the combining marks
+    that follow them, as PostgreSQL's parser splits text once the index has turned punctuation
+    into spaces (a Devanagari word keeps its vowel signs). FTS5's unicode61 splits such a word
+    at its marks, but the words are sent to it as a quoted phrase, which it splits the same way
+    at search time."""
+    found: list[str] = []
+    current: list[str] = []
+    for char in text:
+        category = unicodedata.category(char)
+        if category[0] in "LN" or (category[0] == "M" and current):
+            current.append(char)
+        elif current:
+            found.append("".join(current))
+            current = []
+    if current:
+        found.append("".join(current))
+    return [word.lower() for word in found]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of a query: a word (one element) or a phrase (its words in order); with
+    ``prefix``, the last word matches any word it begins."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+
+    def fts5(self) -> str:
+        # The words are letters and digits only, so the quotes cannot be closed early.
+        return '"' + " ".join(self.words) + '"' + ("*" if self.prefix else "")
+
+    def tsquery(self) -> str:
+        lexemes = [f"'{w}'" for w in self.words]
+        if self.prefix:
+            lexemes[-1] += ":*"
+        return lexemes[0] if len(lexemes) == 1 else "(" + " <-> ".join(lexemes) + ")"
+
+
+def invalid_query(kind: str, message: str, position: int) -> ProblemsError:
+    """422 ``invalid_search_query``: the validation shape, pointing at ``q`` and the character
+    (from 0) where the problem is; never the query itself."""
+    return ProblemsError(
+        422,
+        "invalid_search_query",
+        "The search query cannot be read: " + message,
+        [{"loc": ["query", "q"], "message": message, "type": kind, "position": position}],
+        hint='Words, "quoted phrases" and prefixes (term*), separated by spaces; see '
+        "docs/memory.md.",
+    )
+
+
+def parse(q: str) -> list[Term]:
+    """The terms of ``q``, or raise ``invalid_search_query``. Punctuation between words
+    separates them (a bare word like ``2024-03-15`` is the phrase of its three words)."""
+    terms: list[Term] = []
+    i, n = 0, len(q)
+    while i < n:
+        if q[i].isspace():
+            i += 1
+            continue
+        start = i
+        if q[i] == '"':
+            end = q.find('"', i + 1)
+            if end < 0:
+                raise invalid_query("unterminated_phrase", "a quote is never closed", start)
+            text, i = q[i + 1 : end], end + 1
+            prefix = i < n and q[i] == "*"
+            i += prefix
+            if i < n and not q[i].isspace() and q[i] != '"':
+                raise invalid_query("phrase_not_separated", "a space must follow a phrase", i)
+            words = _words(text, start)
+            if not words:
+                raise invalid_query("empty_phrase", "a quoted phrase has no words", start)
+        else:
+            while i < n and not q[i].isspace() and q[i] != '"':
+                i += 1
+            text = q[start:i]
+            prefix = text.endswith("*")
+            if "*" in text.rstrip("*") or text.endswith("**"):
+                raise invalid_query(
+                    "misplaced_wildcard", "a wildcard (*) may only end a word: term*", start
+                )
+            words = _words(text.rstrip("*"), start)
+            if not words:
+                if prefix:
+                    raise invalid_query("misplaced_wildcard", "a wildcard needs a word", start)
+                continue  # punctuation alone separates words and is not a term
+        if prefix and len(words[-1]) < MIN_PREFIX_CHARS:
+            raise invalid_query(
+                "prefix_too_short", f"a prefix needs {MIN_PREFIX_CHARS} characters", start
+            )
+        terms.append(Term(tuple(words), prefix))
+        if len(terms) > MAX_TERMS:
+            raise invalid_query("too_many_terms", f"at most {MAX_TERMS} terms", start)
+    if not terms:
+        raise invalid_query("no_terms", "the query has no words to search for", 0)
+    if sum(len(t.words) for t in terms) > MAX_WORDS:
+        raise invalid_query("too_many_terms", f"at most {MAX_WORDS} words in all", 0)
+    return list(dict.fromkeys(terms))  # a term repeated adds nothing
+
+
+def _words(text: str, position: int) -> list[str]:
+    words = words_of(text)
+    if any(len(w) > MAX_WORD_CHARS for w in words):
+        raise invalid_query(
+            "word_too_long", f"a word is longer than {MAX_WORD_CHARS} characters", position
+        )
+    return words
+
+
+# --- the statements -----------------------------------------------------------------------------
+
+_FTS = table(FTS_TABLE, column("rowid", Integer))
+_ROWS = table(
+    ROWS_TABLE,
+    column("rowid", Integer),
+    column("memory_id", String),
+    column("project_id", String),
+    column("identity_id", String),
+    column("tier", String),
+    column("key", String),
+    column("created_at", DateTime),
+)
+_PG = table(
+    PG_TABLE,
+    column("memory_id", String),
+    column("project_id", String),
+    column("identity_id", String),
+    column("tier", String),
+    column("key", String),
+    column("created_at", DateTime),
+    column("document", TSVECTOR),
+)
+# The configuration as a literal: the statement names it, as the index does.
+_SIMPLE: Any = literal_column("'simple'::regconfig")
+
+
+def _filters(names: Sequence[str], source: Any) -> list[Any]:
+    """The project and the filters ``names`` on ``source``'s columns: the index's own copy
+    of them (``search_index.MIRRORED``)."""
+    conditions: list[Any] = [source.c.project_id == bindparam("project")]
+    for name in names:
+        if name == "since":
+            conditions.append(source.c.created_at >= bindparam("since", type_=DateTime))
+        elif name == "until":
+            conditions.append(source.c.created_at < bindparam("until", type_=DateTime))
+        else:
+            conditions.append(source.c[name] == bindparam(name))
+    return conditions
+
+
+def _factor(dialect: str, source: Any) -> Any:
+    """The score's adjustment as SQL: the tier's boost, and for a decaying tier the recency
+    factor ``RECENCY_FLOOR + (1 - RECENCY_FLOOR) / (1 + age_days / HALF_LIFE_DAYS)``."""
+    now = bindparam("now", type_=DateTime)
+    if dialect == "postgresql":
+        seconds = func.extract("epoch", now - source.c.created_at)
+        age = func.greatest(0.0, seconds / 86_400.0)
+    else:
+        # julianday reads the stored text of a time; no math functions needed (not every
+        # SQLite is built with them).
+        age = func.max(0.0, func.julianday(now) - func.julianday(source.c.created_at))
+    recency = RECENCY_FLOOR + (1 - RECENCY_FLOOR) / (1.0 + age / HALF_LIFE_DAYS)
+    whens = [
+        (source.c.tier == tier, recency * boost if decays(tier) else literal(boost))
+        for tier, boost in TIER_BOOST.items()
+    ]
+    return case(*whens, else_=literal(1.0))
+
+
+def _leg(dialect: str, names: tuple[str, ...], *, every: bool, count: bool = False) -> Any:
+    """The matches of one group under the filters ``names``, best first, one page of them
+    (``limit``, ``offset``) as (memory id, score): with ``every``, the memories matching
+    ``match`` (every term); without, those matching ``match`` (some term) but not ``all``
+    (every term). With ``count``, how many there are instead."""
+    if dialect == "postgresql":
+        query = func.to_tsquery(_SIMPLE, bindparam("match", type_=String))
+        text: Any = func.ts_rank(_PG.c.document, query)
+        source: Any = _PG
+        columns = _PG
+        memory_id = _PG.c.memory_id
+        conditions = [_PG.c.document.op("@@")(query)]
+        if not every:
+            every_term = func.to_tsquery(_SIMPLE, bindparam("all", type_=String))
+            conditions.append(not_(_PG.c.document.op("@@", return_type=Boolean)(every_term)))
+    else:
+        text = -func.bm25(literal_column(FTS_TABLE), *BM25_WEIGHTS, type_=Float)
+        source = _FTS.join(_ROWS, _ROWS.c.rowid == _FTS.c.rowid)
+        columns = _ROWS
+        memory_id = _ROWS.c.memory_id
+        conditions = [literal_column(FTS_TABLE).op("MATCH")(bindparam("match"))]
+        if not every:
+            # A second cursor on the index: the memories holding every term, left out.
+            fts = _FTS.alias("every_term")
+            holding = select(fts.c.rowid).where(
+                literal_column(f"every_term.{FTS_TABLE}").op("MATCH")(bindparam("all"))
+            )
+            conditions.append(_FTS.c.rowid.not_in(holding))
+    conditions += _filters(names, columns)
+    if count:
+        return select(func.count()).select_from(source).where(*conditions)
+    score = (text * _factor(dialect, columns)).label("score")
+    return (
+        select(memory_id.label("id"), score)
+        .select_from(source)
+        .where(*conditions)
+        .order_by(score.desc(), columns.c.created_at.desc(), memory_id.desc())
+        .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
+    )
+
+
+# (dialect, filters given, group, counting) -> the statement: built once, as listings' are.
+_STATEMENTS: dict[tuple[str, tuple[str, ...], bool, bool], Any] = {}
+
+
+def _statement(dialect: str, names: tuple[str, ...], every: bool, count: bool = False) -> Any:
+    key = (dialect, names, every, count)
+    statement = _STATEMENTS.get(key)
+    if statement is None:
+        statement = _STATEMENTS[key] = _leg(dialect, names, every=every, count=count)
+    return statement
+
+
+# --- the search ---------------------------------------------------------------------------------
+
+
+def first_match(terms: Sequence[Term]) -> re.Pattern[str]:
+    """One pattern finding the first place any term matches (made once per search)."""
+    alternatives = []
+    for term in terms:
+        words = r"\W+".join(re.escape(w) for w in term.words)
+        alternatives.append(words + (r"\w*" if term.prefix else r"(?!\w)"))
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
+
+
+def snippet(content: str, terms: Sequence[Term] | re.Pattern[str]) -> str:
+    """About ``SNIPPET_CHARS`` characters of ``content`` around the first word a term matches,
+    with an ellipsis where it was cut."""
+    pattern = terms if isinstance(terms, re.Pattern) else first_match(terms)
+    found = pattern.search(content)
+    at = found.start() if found else 0
+    begin = max(0, at - SNIPPET_CHARS // 3)
+    if begin > 0:
+        space = content.find(" ", begin, at)
+        begin = space + 1 if space >= 0 else begin
+    end = min(len(content), begin + SNIPPET_CHARS)
+    if end < len(content):
+        space = content.rfind(" ", max(at + 1, begin + SNIPPET_CHARS // 2), end)
+        end = space if space > 0 else end
+    text = " ".join(content[begin:end].split())
+    return ("…" if begin > 0 else "") + text + ("…" if end < len(content) else "")
+
+
+def search(
+    conn: Connection,
+    project_id: str,
+    q: str,
+    *,
+    identity_id: str | None = None,
+    tier: str | None = None,
+    key: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    cursor: str | None = None,
+    limit: int = 20,
+    now: datetime | None = None,
+) -> cursors.Page:
+    """One page of the project's memories matching ``q``, best first (docs/memory.md)."""
+    terms = parse(q)
+    given: JsonObject = {
+        name: value
+        for name, value in (
+            ("identity_id", identity_id),
+            ("tier", tier),
+            ("key", key),
+            ("since", since),
+            ("until", until),
+        )
+        if value is not None
+    }
+    offset = cursors.decode_offset(cursor) if cursor is not None else 0
+    now = now or utcnow()
+    dialect = conn.dialect.name
+    names = tuple(given)
+    if dialect == "postgresql":
+        every_match = " & ".join(t.tsquery() for t in terms)
+        some_match = " | ".join(t.tsquery() for t in terms)
+    else:
+        every_match = " AND ".join(t.fts5() for t in terms)
+        some_match = " OR ".join(t.fts5() for t in terms)
+    params: JsonObject = {**given, "project": project_id, "now": now}
+
+    # The rule: every memory holding every term, best first; then those holding some.
+    # One row past the page tells whether another page follows.
+    page = [
+        (row, True)
+        for row in conn.execute(
+            _statement(dialect, names, True),
+            {**params, "match": every_match, "limit": limit + 1, "offset": offset},
+        )
+    ]
+    if len(terms) > 1 and len(page) <= limit:
+        held = offset + len(page)
+        if not page and offset > 0:  # past the first group: how far it reached
+            held = conn.execute(
+                _statement(dialect, names, True, count=True), {**params, "match": every_match}
+            ).scalar_one()
+        rest = conn.execute(
+            _statement(dialect, names, False),
+            {
+                **params,
+                "match": some_match,
+                "all": every_match,
+                "limit": limit + 1 - len(page),
+                "offset": max(0, offset - held),
+            },
+        )
+        page += [(row, False) for row in rest]
+    more = len(page) > limit
+    page = page[:limit]
+    found = conn.execute(_BY_IDS, {"ids": [row.id for row, _ in page]})
+    rows = {row.id: MemoryRow.of(row._mapping) for row in found}
+    memories_of = [rows[row.id] for row, _ in page]  # one snapshot read both statements
+    attestations = _attestations_of(conn, [m.id for m in memories_of if witnessed(m.tier)])
+    pattern = first_match(terms)
+    items = [
+        {
+            "memory": view(memory, now, attestations.get(memory.id)),
+            "score": round(float(row.score), 6),
+            "all_terms": all_terms,
+            "snippet": snippet(memory.content, pattern),
+        }
+        for memory, (row, all_terms) in zip(memories_of, page, strict=True)
+    ]
+    next_cursor = cursors.encode_offset(offset + limit) if more else None
+    return cursors.Page(items, next_cursor)
+
+
+_BY_IDS = select(memories).where(memories.c.id.in_(bindparam("ids", expanding=True)))

@@ -1,0 +1,390 @@
+"""Memory search (docs/memory.md): the query language, the full-text index kept in step with
+every write by triggers, the ranking rule, filters, pages and project scope; over real HTTP on
+SQLite, and on PostgreSQL when SERVICE_TEST_DATABASE_URL is set."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hearth.server.db import search_index
+from hearth.server.db.engine import utcnow
+from hearth.server.db.tables import memories
+from hearth.server.errors import ProblemsError
+from hearth.server.memory_tiers import TIERS
+from hearth.server.services import cursors, memory_search
+from hearth.server.services.memory_search import Term, parse, snippet, words_of
+from tests.support.databases import in_db
+from tests.support.live import Live, live_on
+from tests.support.memories import Owner
+from tests.support.memory_search_cases import MEMORIES, QUESTIONS, score
+from tests.support.wake import owner_and_other
+
+BACKENDS = ["sqlite", "postgresql"]
+EXACT_FLOOR = 0.9  # recall@5 of the exact-keyword questions (1.0 when written)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def live(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    with live_on(request.param, tmp_path_factory.mktemp("search")) as service:
+        yield service
+
+
+def search(owner: Owner, q: str, **params: Any) -> Any:
+    with owner.client() as client:
+        return client.get("/v1/memories/search", params={"q": q, **params})
+
+
+def hits(owner: Owner, q: str, **params: Any) -> list[dict[str, Any]]:
+    response = search(owner, q, **params)
+    assert response.status_code == 200, response.text
+    return list(response.json()["items"])
+
+
+# --- the query language (no database) -----------------------------------------------------------
+
+
+def test_the_query_language() -> None:
+    assert parse("Deploy friday") == [Term(("deploy",)), Term(("friday",))]
+    assert parse('"vacuum cleaner" cat*') == [
+        Term(("vacuum", "cleaner")),
+        Term(("cat",), prefix=True),
+    ]
+    assert parse("2025-03-14") == [Term(("2025", "03", "14"))]  # a date is a phrase
+    assert parse("ana@example.com - & friday friday") == [
+        Term(("ana", "example", "com")),
+        Term(("friday",)),
+    ]
+    assert parse('"Zoë Müller"*') == [Term(("zoë", "müller"), prefix=True)]
+    assert words_of("दिल्ली कार्यालय") == ["दिल्ली", "कार्यालय"]  # vowel signs stay in the word
+    assert Term(("a", "b"), prefix=True).fts5() == '"a b"*'
+    assert Term(("a", "b"), prefix=True).tsquery() == "('a' <-> 'b':*)"
+
+
+@pytest.mark.parametrize(
+    ("q", "kind", "position"),
+    [
+        ('"open phrase', "unterminated_phrase", 0),
+        ('ok "', "unterminated_phrase", 3),
+        ('""', "empty_phrase", 0),
+        ('"a"b', "phrase_not_separated", 3),
+        ("fo*o", "misplaced_wildcard", 0),
+        ("ok *", "misplaced_wildcard", 3),
+        ("x**", "misplaced_wildcard", 0),
+        ("ok a*", "prefix_too_short", 3),
+        ("- & !", "no_terms", 0),
+        (" ".join(f"w{i}" for i in range(17)), "too_many_terms", 54),
+        ("x" * 101, "word_too_long", 0),
+    ],
+)
+def test_an_unreadable_query_is_pointed_at(q: str, kind: str, position: int) -> None:
+    with pytest.raises(ProblemsError) as refused:
+        parse(q)
+    body = refused.value.body()
+    assert refused.value.status == 422
+    assert body["error"] == "invalid_search_query"
+    assert body["details"] == [
+        {
+            "loc": ["query", "q"],
+            "message": body["details"][0]["message"],
+            "type": kind,
+            "position": position,
+        }
+    ]
+    assert q not in body["message"]
+
+
+def parsed_or_refused(q: str) -> list[Term] | ProblemsError:
+    try:
+        return parse(q)
+    except ProblemsError as refused:
+        return refused
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_any_text_parses_or_is_refused_as_a_query(q: str) -> None:
+    """Whatever the text, a list of terms of plain words (nothing of either index's syntax
+    can pass through), or the one refusal."""
+    outcome = parsed_or_refused(q)
+    if isinstance(outcome, ProblemsError):
+        assert outcome.error == "invalid_search_query"
+        return
+    for term in outcome:
+        for word in term.words:
+            assert word
+            assert word[0].isalnum()
+            assert not set(word) & set("\"'*():&|!<>-^ ")
+
+
+def test_the_snippet_is_around_the_first_match() -> None:
+    content = "filler " * 60 + "the vacuum cleaner scares the cat " + "tail " * 60
+    cut = snippet(content, parse('"vacuum cleaner"'))
+    assert cut.startswith("…")
+    assert cut.endswith("…")
+    assert "vacuum cleaner" in cut
+    assert len(cut) <= memory_search.SNIPPET_CHARS + 2
+    assert snippet("short text", parse("missing")) == "short text"
+
+
+# --- the route ----------------------------------------------------------------------------------
+
+
+def test_search_finds_ranks_filters_and_pages(live: Live) -> None:
+    owner, _project, other_id = owner_and_other(live)
+    stranger = Owner.new(live)
+    stranger.store("The billing deploy is on Friday, says the stranger.")
+    stored = {name: owner.store(text, key=name) for name, text in MEMORIES.items()}
+    found = hits(owner, "deploy Friday")
+    assert found[0]["memory"]["id"] == stored["deploy-friday"]["id"]
+    assert found[0]["all_terms"] is True
+    assert found[0]["score"] > 0
+    assert "Friday" in found[0]["snippet"]
+    assert all("stranger" not in h["memory"]["content"] for h in found)
+    assert set(found[0]["memory"]) >= {"id", "tier", "key", "content", "weight", "in_wake"}
+
+    # A stored, acknowledged memory is searchable at once; a deleted one is gone at once.
+    fresh = owner.store("Zanzibar spice notes", key="zanzibar")
+    assert [h["memory"]["id"] for h in hits(owner, "zanzibar")] == [fresh["id"]]
+    with owner.client() as client:
+        assert client.delete(f"/v1/memories/{fresh['id']}").status_code == 204
+    assert hits(owner, "zanzibar") == []
+
+    # Filters: key, tier, identity, time.
+    assert [h["memory"]["key"] for h in hits(owner, "password", key="wifi")] == ["wifi"]
+    assert hits(owner, "password", tier="foundational") == []
+    mine = hits(owner, "password", identity_id=owner.id)
+    assert {h["memory"]["key"] for h in mine} == set()  # stored project-level (no agent_id)
+    bound = owner.store("A password hint bound to me", agent_id=owner.id)
+    assert [h["memory"]["id"] for h in hits(owner, "password", identity_id=owner.id)] == [
+        bound["id"]
+    ]
+    assert hits(owner, "password", identity_id=other_id) == []
+    later = (utcnow() + timedelta(minutes=5)).isoformat() + "Z"
+    assert hits(owner, "password", since=later) == []
+    assert len(hits(owner, "password", until=later)) == len(hits(owner, "password"))
+    assert search(owner, "password", identity_id=str(uuid.uuid4())).status_code == 404
+
+    # Pages: every match once, in order, then no cursor.
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
+        response = search(owner, "the", **params)
+        assert response.status_code == 200, response.text
+        seen += [h["memory"]["id"] for h in response.json()["items"]]
+        cursor = response.json()["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [h["memory"]["id"] for h in hits(owner, "the", limit=50)]
+    assert len(seen) == len(set(seen)) > 3
+
+    refused = search(owner, 'broken "phrase')
+    assert refused.status_code == 422
+    assert refused.json()["error"] == "invalid_search_query"
+    assert refused.json()["details"][0]["loc"] == ["query", "q"]
+    assert search(owner, "x", cursor="!").status_code == 400
+    assert search(owner, "the", cursor=cursors.encode_offset(10_000)).json()["items"] == []
+
+
+def test_every_term_is_never_ranked_off_the_first_page(live: Live) -> None:
+    owner = Owner.new(live)
+    project_id = owner.reg["project"]["id"]
+    long_ago = utcnow() - timedelta(days=365)
+
+    def seed(conn: sa.Connection) -> str:
+        # Fresh, boosted memories each saying one of the two terms over and over; one old
+        # episodic memory holding both terms once, in a long text; and unrelated memories, so
+        # that neither term is common in the index.
+        now = utcnow()
+        rows = [_row(project_id, "episodic", "moss stone river", now) for _ in range(300)]
+        rows += [
+            _row(project_id, "constitutive", f"{w} " * 30, now)
+            for w in ("orchid", "lantern")
+            for _ in range(60)
+        ]
+        complete = _row(project_id, "episodic", "filler " * 400 + "orchid lantern", long_ago)
+        conn.execute(memories.insert(), [*rows, complete])
+        return str(complete["id"])
+
+    complete_id = in_db(live, seed)
+    first = hits(owner, "orchid lantern", limit=5)
+    assert first[0]["memory"]["id"] == complete_id
+    assert first[0]["all_terms"] is True
+    assert all(not h["all_terms"] for h in first[1:])
+    assert first[1]["score"] > first[0]["score"]  # the rule, not the score, put it first
+
+
+def test_the_evaluation_set_exact_keywords_reach_the_floor(live: Live) -> None:
+    owner = Owner.new(live)
+    names = {owner.store(text, key=name)["id"]: name for name, text in MEMORIES.items()}
+    found = [
+        (question, [names[h["memory"]["id"]] for h in hits(owner, question.q, limit=10)])
+        for question in QUESTIONS
+        if question.kind in {"exact", "name", "date", "multilingual"}
+    ]
+    exact = score("exact", [(q, n) for q, n in found if q.kind == "exact"])
+    assert exact.questions >= 15
+    assert exact.recall_at_5 >= EXACT_FLOOR, exact
+    # Names, dates and text in other scripts are words as written: every one is found (the
+    # Hindi question failed on PostgreSQL while [[:punct:]] cut Devanagari words).
+    for kind in ("name", "date", "multilingual"):
+        assert score(kind, [(q, n) for q, n in found if q.kind == kind]).recall_at_5 == 1.0, kind
+
+
+def test_tier_and_recency_adjust_the_score_as_documented(live: Live) -> None:
+    """The same text in four memories: the scores stand to each other as the tier boosts and
+    the recency factor 0.5 + 0.5 / (1 + age_days / 30) say (docs/memory.md, "Ranking")."""
+    owner = Owner.new(live)
+    project_id = owner.reg["project"]["id"]
+    now = utcnow()
+    ages = {"new": ("episodic", 0), "month": ("episodic", 30), "old": ("episodic", 90)}
+    ages |= {"foundational": ("foundational", 900), "constitutive": ("constitutive", 900)}
+
+    def seed(conn: sa.Connection) -> dict[str, str]:
+        rows = {
+            name: _row(project_id, tier, "quartz harbour", now - timedelta(days=days))
+            for name, (tier, days) in ages.items()
+        }
+        conn.execute(memories.insert(), list(rows.values()))
+        return {str(row["id"]): name for name, row in rows.items()}
+
+    names = in_db(live, seed)
+    scores = {names[h["memory"]["id"]]: h["score"] for h in hits(owner, "quartz")}
+    relative = {name: score / scores["new"] for name, score in scores.items()}
+    expected = {
+        "new": 1.0,
+        "month": 0.75,
+        "old": 0.5 + 0.5 / 4,
+        "foundational": 1.25,
+        "constitutive": 1.5,
+    }
+    assert relative == pytest.approx(expected, rel=1e-3)
+    order = [names[h["memory"]["id"]] for h in hits(owner, "quartz")]
+    assert order == ["constitutive", "foundational", "new", "month", "old"]
+
+
+# --- the index follows every write --------------------------------------------------------------
+
+WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron")
+
+
+def _row(
+    project_id: str, tier: str, content: str, created_at: datetime, key: str | None = None
+) -> dict[str, Any]:
+    return {
+        "id": str(uuid.uuid4()),
+        "project_id": project_id,
+        "identity_id": None,
+        "tier": tier,
+        "key": key,
+        "content": content,
+        "created_at": created_at,
+        "elevated_at": None,
+        "expression_patch": None,
+    }
+
+
+class Writer:
+    """Random inserts, deletes and updates of memories, straight in SQL."""
+
+    def __init__(self, project_id: str, identity_id: str, seed: int) -> None:
+        self.project_id = project_id
+        self.identity_id = identity_id
+        self.random = random.Random(seed)
+
+    def text(self) -> str:
+        return " ".join(self.random.choices(WORDS, k=self.random.randint(1, 4)))
+
+    def step(self, conn: sa.Connection) -> None:
+        choice = self.random.randrange(100)
+        ids = sorted(conn.execute(sa.select(memories.c.id)).scalars())
+        if choice < 45 or not ids:
+            key = self.text() if self.random.random() < 0.3 else None
+            conn.execute(
+                memories.insert(), _row(self.project_id, "episodic", self.text(), utcnow(), key)
+            )
+            return
+        where = memories.c.id == self.random.choice(ids)
+        update = memories.update().where(where)
+        if choice < 60:
+            conn.execute(memories.delete().where(where))
+        elif choice < 72:
+            conn.execute(update, {"content": self.text()})
+        elif choice < 80:
+            conn.execute(update, {"key": self.random.choice([None, self.text()])})
+        elif choice < 86:
+            conn.execute(update, {"tier": self.random.choice(TIERS)})
+        elif choice < 91:
+            conn.execute(update, {"identity_id": self.random.choice([None, self.identity_id])})
+        elif choice < 95:
+            conn.execute(
+                update, {"created_at": utcnow() - timedelta(days=self.random.randrange(99))}
+            )
+        else:  # a new id and a new tier in one statement: both triggers run
+            conn.execute(update, {"id": str(uuid.uuid4()), "tier": self.random.choice(TIERS)})
+
+
+def index_exact(live: Live) -> None:
+    """The index holds each memory once, and each word finds exactly the memories that hold
+    it in their key or content."""
+
+    def check(conn: sa.Connection) -> None:
+        dialect = conn.dialect.name
+        total = conn.execute(sa.select(sa.func.count()).select_from(memories)).scalar_one()
+        assert conn.exec_driver_sql(search_index.indexed_count_query(dialect)).scalar_one() == total
+        rows = conn.execute(sa.select(memories.c.id, memories.c.key, memories.c.content)).all()
+        # The index's copy of the columns a search filters and ranks on.
+        mirrored = ", ".join(search_index.MIRRORED)
+        holder = search_index.PG_TABLE if dialect == "postgresql" else search_index.ROWS_TABLE
+        copy = conn.exec_driver_sql(f"SELECT memory_id, {mirrored} FROM {holder}")
+        kept = conn.exec_driver_sql(f"SELECT id, {mirrored} FROM memories")
+        assert sorted(map(tuple, copy)) == sorted(map(tuple, kept))
+        for word in WORDS:
+            expected = {r.id for r in rows if word in f"{r.key or ''} {r.content}".split()}
+            if dialect == "postgresql":
+                statement = sa.text(
+                    f"SELECT memory_id FROM {search_index.PG_TABLE}"
+                    " WHERE document @@ to_tsquery('simple', :word)"
+                )
+            else:
+                statement = sa.text(
+                    f"SELECT r.memory_id FROM {search_index.FTS_TABLE} f"
+                    f" JOIN {search_index.ROWS_TABLE} r ON r.rowid = f.rowid"
+                    f" WHERE {search_index.FTS_TABLE} MATCH :word"
+                )
+            found = conn.execute(statement, {"word": word}).scalars()
+            assert set(found) == expected, word
+
+    in_db(live, check)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_index_follows_every_write(backend: str, tmp_path: Path) -> None:
+    with live_on(backend, tmp_path) as live:
+        owner = Owner.new(live)
+        writer = Writer(owner.reg["project"]["id"], owner.id, seed=18)
+        index_exact(live)
+        for _ in range(8):
+            in_db(live, lambda conn: [writer.step(conn) for _ in range(50)])
+            index_exact(live)
+
+        def write_then_fail(conn: sa.Connection) -> None:
+            for _ in range(10):
+                writer.step(conn)
+            raise RuntimeError("rolled back")
+
+        with pytest.raises(RuntimeError):
+            in_db(live, write_then_fail)
+        index_exact(live)
