@@ -452,7 +452,27 @@ def test_the_decay_rule() -> None:
 
     def aged(days: float, tier: str = "episodic") -> MemoryRow:
         created_at = now - timedelta(days=days)
-        return MemoryRow("m", "p", None, tier, None, "", created_at, None, None)
+        return MemoryRow(
+            "m",
+            "p",
+            None,
+            tier,
+            None,
+            "",
+            created_at,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            "api",
+            None,
+            None,
+            None,
+            False,
+            None,
+        )
 
     assert memory_service.weight(aged(0), now) == 1.0
     assert memory_service.weight(aged(30), now) == pytest.approx(0.5)

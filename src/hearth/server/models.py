@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from hearth.proofs.encoding import b64_pattern
 
 from . import body_rules
-from .canon import ChronicleKind, Form, Visibility
+from .canon import ChronicleKind, Form, MemoryChannel, Visibility
 from .json_types import JsonObject
 from .memory_tiers import INITIAL_TIER, TIERS, ElevatedTier, Tier
 
@@ -426,6 +426,9 @@ class ReceiptRequest(Strict):
 # --- memory and chronicle (docs/service.md, "Memory and chronicle") -----------------------------
 
 
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
 class MemoryCreate(Strict):
     model_config = ConfigDict(json_schema_extra=body_rules.agree("type", "tier", TIERS))
 
@@ -439,6 +442,17 @@ class MemoryCreate(Strict):
         "project, otherwise the memory is project-level",
     )
     key: str | None = Field(default=None, min_length=1, max_length=200)
+    supersedes: str | None = Field(
+        default=None,
+        pattern=UUID_PATTERN,
+        description="the id of the memory this one replaces: the head of its chain, bound as "
+        "this one is; it is kept, superseded (docs/memory.md, History)",
+    )
+    untrusted: bool = Field(
+        default=False,
+        description="the content came from outside the project (a message, a page): kept out "
+        "of the wake and the default listing until confirmed",
+    )
 
     @model_validator(mode="after")
     def _one_tier(self) -> MemoryCreate:
@@ -516,6 +530,22 @@ class MemoryView(BaseModel):
     weight: float = Field(description="decay weight now: 1 for elevated tiers")
     in_wake: bool = Field(description="whether the wake's selection still considers it")
     attestations: list[AttestationView]
+    supersedes: str | None = Field(description="the version this one replaced")
+    superseded_by: str | None = Field(description="the version that replaced this one")
+    superseded_at: str | None = Field(description="when it stopped being the head of its chain")
+    deleted_at: str | None = Field(description="set on a tombstone: its content is erased")
+    provenance: MemoryProvenance
+    untrusted: bool = Field(description="from outside the project and not yet confirmed")
+    confirmed_at: str | None = Field(description="when a bearer call confirmed untrusted content")
+
+
+class MemoryProvenance(BaseModel):
+    """Who wrote the memory and how (docs/memory.md, "Provenance")."""
+
+    channel: MemoryChannel
+    api_key_id: str | None = Field(description="the project key of the bearer call")
+    runtime_id: str | None = Field(description="the runtime whose think cycle stored it")
+    signed_by: str | None = Field(description="the identity key (kid) whose root proof signed it")
 
 
 class MemoryStored(MemoryView):
@@ -525,6 +555,12 @@ class MemoryStored(MemoryView):
 class MemoryPage(BaseModel):
     items: list[MemoryView]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
+
+
+class MemoryHistory(BaseModel):
+    """A memory's chain of versions, oldest first; a deleted version is its tombstone."""
+
+    items: list[MemoryView]
 
 
 class ChronicleEntry(BaseModel):
