@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         Memory,
         MemoryAttestation,
         MemoryPage,
+        MemoryProvenance,
         attest_memory,
     )
     from .mnemonic_keys import IdentityKeys, NewIdentity, new_identity
@@ -132,6 +133,7 @@ _HOMES = {
     "Memory": "memories",
     "MemoryAttestation": "memories",
     "MemoryPage": "memories",
+    "MemoryProvenance": "memories",
     "attest_memory": "memories",
     "BackupRecord": "project",
     "BootstrapStatus": "project",
@@ -198,6 +200,7 @@ __all__ = [
     "Memory",
     "MemoryAttestation",
     "MemoryPage",
+    "MemoryProvenance",
     "NewIdentity",
     "Plans",
     "Profile",
