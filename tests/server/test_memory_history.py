@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,8 +13,12 @@ from typing import Any
 
 import httpx2
 import pytest
+import sqlalchemy as sa
 
-from tests.support.databases import database_url_or_skip, fresh_postgres_database
+from hearth.server.db import Database
+from hearth.server.db.engine import utcnow
+from hearth.server.db.migrate import current, downgrade, upgrade
+from tests.support.databases import counters_exact, database_url_or_skip, fresh_postgres_database
 from tests.support.live import Live, live_service, sqlite_settings
 from tests.support.memories import Owner
 
@@ -138,6 +143,7 @@ def test_a_deleted_version_is_a_tombstone_in_its_history(live: Live) -> None:
     assert "secret" not in str(chain)
     assert [m["id"] for m in history(owner, second["id"])] == [m["id"] for m in chain]
     assert owner.chronicle(kind="note")[0]["details"]["memory_id"] == second["id"]
+    counters_exact(live)  # the wake's counts follow supersession and tombstones
 
 
 def test_as_of_answers_with_the_memories_as_they_stood(live: Live) -> None:
@@ -194,6 +200,7 @@ def test_untrusted_content_waits_for_a_confirmation(live: Live) -> None:
     assert again.json()["error"] == "memory_already_trusted"
     notes = owner.chronicle(kind="note")
     assert notes[0]["details"]["event"] == "memory_confirmed"
+    counters_exact(live)  # and confirmations
 
 
 def test_provenance_is_shown_and_filtered(live: Live) -> None:
@@ -246,3 +253,89 @@ def test_memory_history_on_postgresql(tmp_path: Path) -> None:
         test_as_of_answers_with_the_memories_as_they_stood(service)
         test_untrusted_content_waits_for_a_confirmation(service)
         test_one_of_concurrent_supersedes_wins(service)
+
+
+# --- migration 0013 -----------------------------------------------------------------------------
+
+
+async def _walk_0013(url: str) -> list[Any]:
+    """Memories stored before 0013 come through as written through the API and trusted, and
+    counted as before; a downgrade drops the tombstones (a deletion removed the row then) and
+    counts every remaining row again."""
+    db = Database(url)
+    project = str(uuid.uuid4())
+    kept, gone = str(uuid.uuid4()), str(uuid.uuid4())
+    seen: list[Any] = []
+
+    def seed(conn: sa.Connection) -> None:
+        conn.execute(
+            sa.text(
+                "INSERT INTO projects (id, name, origin, created_at) VALUES (:id, 'p', 'test', :at)"
+            ),
+            {"id": project, "at": utcnow()},
+        )
+        for memory_id in (kept, gone):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO memories (id, project_id, identity_id, tier, content, created_at)"
+                    " VALUES (:id, :project, NULL, 'episodic', 'before', :at)"
+                ),
+                {"id": memory_id, "project": project, "at": utcnow()},
+            )
+
+    def look(conn: sa.Connection) -> Any:
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("memories")}
+        total = conn.execute(
+            sa.text(
+                "SELECT total FROM wake_counts WHERE project_id = :p AND kind = 'memories:episodic'"
+            ),
+            {"p": project},
+        ).scalar()
+        if "channel" not in columns:
+            return ("0011 shape", total)
+        rows = conn.execute(
+            sa.text("SELECT channel, untrusted FROM memories WHERE project_id = :p"), {"p": project}
+        ).all()
+        return (sorted((r.channel, bool(r.untrusted)) for r in rows), total)
+
+    def tombstone(conn: sa.Connection) -> None:
+        conn.execute(
+            sa.text("UPDATE memories SET content = '', deleted_at = :at WHERE id = :id"),
+            {"id": gone, "at": utcnow()},
+        )
+
+    async def sync(fn: Any) -> Any:
+        async with db.engine.begin() as conn:
+            return await conn.run_sync(fn)
+
+    try:
+        await upgrade(db.engine, "0011")
+        await sync(seed)
+        await upgrade(db.engine)
+        seen += [await current(db.engine), await sync(look)]
+        await sync(tombstone)
+        seen.append(await sync(look))
+        await downgrade(db.engine, "0011")
+        seen += [await current(db.engine), await sync(look)]
+    finally:
+        await db.dispose()
+    return seen
+
+
+EXPECTED_0013 = [
+    "0013",
+    ([("api", False), ("api", False)], 2),
+    ([("api", False), ("api", False)], 1),  # the tombstone left the wake's count
+    "0011",
+    ("0011 shape", 1),  # the tombstone is gone, the count is every row again
+]
+
+
+def test_migration_0013_on_sqlite(tmp_path: Path) -> None:
+    assert asyncio.run(_walk_0013(f"sqlite+aiosqlite:///{tmp_path}/m.sqlite3")) == EXPECTED_0013
+
+
+def test_migration_0013_on_postgresql() -> None:
+    database_url_or_skip()
+    with fresh_postgres_database() as url:
+        assert asyncio.run(_walk_0013(url)) == EXPECTED_0013

@@ -793,7 +793,7 @@ def select_for_wake(
     still within the horizon (weight >= 1/8), newest first within a tier; at most ``limit``.
 
     ``identity_id`` None selects project-level memories; ``include_project_level`` adds them
-    to an identity's. Every query is one range of ``ix_memories_wake``.
+    to an identity's. Every query is one range of ``ix_memories_wake_live``.
     """
     now = now or utcnow()
     scopes: list[str | None] = [identity_id]
