@@ -180,6 +180,9 @@ def test_supersede_history_confirm_and_as_of(service: str, tmp_path: Path) -> No
     assert [m["id"] for m in data(["memory", "list", "--key", "k"])] == [second["id"]]
     then = data(["memory", "list", "--key", "k", "--as-of", between])
     assert [m["id"] for m in then] == [first["id"]]
+    woke = data(["wake", "--as-of", between])["you_remember"]
+    assert first["id"] in [m["id"] for m in woke["memories"]]
+    assert second["id"] not in [m["id"] for m in woke["memories"]]
 
     heard = data(["memory", "add", "Wire the funds.", "--untrusted"])
     assert heard["untrusted"] is True

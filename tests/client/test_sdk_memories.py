@@ -167,6 +167,10 @@ def test_history_provenance_and_confirmation_on_both_clients(base_url: str) -> N
         assert heard.id not in [m.id for m in client.iter_memories()]
         assert [m.id for m in client.memories(untrusted=True).items] == [heard.id]
         assert client.memories(as_of="2000-01-01T00:00:00Z").items == ()
+        long_ago = client.wake(as_of="2000-01-01T00:00:00Z")
+        assert long_ago["you_remember"]["memories"] == []
+        assert long_ago["you_remember"]["as_of"] == "2000-01-01T00:00:00.000Z"
+        assert "As you remembered at 2000-01-01" in client.wake("md", as_of="2000-01-01T00:00Z")
 
     async def the_async_client() -> None:
         async with AsyncHearthClient(base_url, api_key=client.api_key) as aio:
@@ -176,5 +180,7 @@ def test_history_provenance_and_confirmation_on_both_clients(base_url: str) -> N
             assert [m.id for m in await aio.memory_history(first.id)] == [first.id, second.id]
             page = await aio.memories(channel="api", key="well")
             assert [m.id for m in page.items] == [second.id]
+            past = await aio.wake(as_of="2000-01-01T00:00:00+00:00")
+            assert past["you_remember"]["memories"] == []
 
     asyncio.run(the_async_client())

@@ -253,6 +253,7 @@ def test_memory_history_on_postgresql(tmp_path: Path) -> None:
         test_as_of_answers_with_the_memories_as_they_stood(service)
         test_untrusted_content_waits_for_a_confirmation(service)
         test_one_of_concurrent_supersedes_wins(service)
+        test_the_wake_as_of_remembers_what_stood_then(service)
 
 
 # --- migration 0013 -----------------------------------------------------------------------------
@@ -339,3 +340,31 @@ def test_migration_0013_on_postgresql() -> None:
     database_url_or_skip()
     with fresh_postgres_database() as url:
         assert asyncio.run(_walk_0013(url)) == EXPECTED_0013
+
+
+def test_the_wake_as_of_remembers_what_stood_then(live: Live) -> None:
+    owner = Owner.new(live)
+    first = owner.store("The bridge is open.", key="bridge")
+    then = moment()
+    second = owner.store("The bridge is closed.", key="bridge", supersedes=first["id"])
+    heard = owner.store("A rumour from outside.", untrusted=True)
+    with owner.client() as client:
+        past = client.get("/v1/wake", params={"as_of": then})
+        assert past.status_code == 200, past.text
+        remembered = past.json()["you_remember"]
+        ids = [m["id"] for m in remembered["memories"]]
+        assert first["id"] in ids
+        assert second["id"] not in ids
+        assert heard["id"] not in ids
+        assert remembered["as_of"] is not None
+        present = client.get("/v1/wake", params={"refresh": "true"}).json()["you_remember"]
+        assert "as_of" not in present
+        assert second["id"] in [m["id"] for m in present["memories"]]
+        assert first["id"] not in [m["id"] for m in present["memories"]]
+        # The counts follow the same rule: then, the superseded one counted and not its heir.
+        assert remembered["counts"]["episodic"] == present["counts"]["episodic"]
+        markdown = client.get("/v1/wake", params={"as_of": then, "format": "md"}).text
+        assert f"As you remembered at {remembered['as_of']}" in markdown
+        assert "The bridge is open." in markdown
+        naive = client.get("/v1/wake", params={"as_of": "2026-01-01T00:00:00"})
+        assert naive.status_code == 422, naive.text

@@ -54,7 +54,7 @@ from ..db.rows import ChronicleRow, IdentityRow, MemoryRow
 from ..db.tables import MEMORY_SELECTABLE, identities, memories, memory_attestations
 from ..errors import ApiError, not_found
 from ..json_types import JsonObject
-from ..memory_tiers import ELEVATED, WAKE_ORDER, can_elevate, decays, stored, witnessed
+from ..memory_tiers import ELEVATED, TIERS, WAKE_ORDER, can_elevate, decays, stored, witnessed
 from . import chronicle, cursors
 from .authority import RootGrant
 from .identities import expression_view
@@ -788,14 +788,21 @@ def select_for_wake(
     *,
     now: datetime | None = None,
     include_project_level: bool = False,
+    as_of: datetime | None = None,
 ) -> list[JsonObject]:
     """What the wake remembers: constitutive, then foundational, then the episodic memories
     still within the horizon (weight >= 1/8), newest first within a tier; at most ``limit``.
 
     ``identity_id`` None selects project-level memories; ``include_project_level`` adds them
     to an identity's. Every query is one range of ``ix_memories_wake_live``.
+
+    With ``as_of`` the selection is the one the wake would have made then (its horizon counted
+    from ``as_of``): the memories created by then that were the head of their chain and trusted
+    then. A memory deleted since is left out at any time: its content is erased, and the wake is
+    what is remembered. These queries read ``ix_memories_wake`` (all the rows), filtering.
     """
-    now = now or utcnow()
+    now = as_of or now or utcnow()
+    statements = _WAKE_TIER if as_of is None else _WAKE_TIER_AS_OF
     scopes: list[str | None] = [identity_id]
     if include_project_level and identity_id is not None:
         scopes.append(None)
@@ -810,9 +817,10 @@ def select_for_wake(
                 "identity": scope,
                 "tier": tier,
                 "since": now - WAKE_HORIZON,
+                "as_of": now,
                 "limit": limit - len(picked),
             }
-            statement = _WAKE_TIER[(scope is None, decays(tier))]
+            statement = statements[(scope is None, decays(tier))]
             tier_rows.extend(MemoryRow.of(r._mapping) for r in conn.execute(statement, params))
         tier_rows.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         picked.extend(tier_rows[: limit - len(picked)])
@@ -820,7 +828,21 @@ def select_for_wake(
     return [view(m, now, attestations.get(m.id)) for m in picked]
 
 
-def _wake_tier(project_level: bool, within_horizon: bool) -> Select[Any]:
+def _as_of_conditions(at: Any) -> list[Any]:
+    """A memory as it stood at ``at``: created by then, not yet superseded then, not deleted
+    (a tombstone has nothing left to remember), trusted then (born trusted, or confirmed)."""
+    return [
+        memories.c.created_at <= at,
+        or_(memories.c.superseded_at.is_(None), memories.c.superseded_at > at),
+        memories.c.deleted_at.is_(None),
+        or_(
+            and_(not_(memories.c.untrusted), memories.c.confirmed_at.is_(None)),
+            memories.c.confirmed_at <= at,
+        ),
+    ]
+
+
+def _wake_tier(project_level: bool, within_horizon: bool, as_of: bool = False) -> Select[Any]:
     """One tier of one scope, newest first, up to a limit: one range of ix_memories_wake_live.
 
     Only episodic memories have a horizon. An elevated tier gets no ``created_at`` bound at
@@ -833,7 +855,7 @@ def _wake_tier(project_level: bool, within_horizon: bool) -> Select[Any]:
         if project_level
         else memories.c.identity_id == bindparam("identity"),
         memories.c.tier == bindparam("tier"),
-        *MEMORY_SELECTABLE,
+        *(_as_of_conditions(bindparam("as_of")) if as_of else MEMORY_SELECTABLE),
     ]
     if within_horizon:
         conditions.append(memories.c.created_at >= bindparam("since"))
@@ -853,6 +875,28 @@ _WAKE_TIER = {
     for project_level in (False, True)
     for horizon in (False, True)
 }
+_WAKE_TIER_AS_OF = {
+    (project_level, horizon): _wake_tier(project_level, horizon, as_of=True)
+    for project_level in (False, True)
+    for horizon in (False, True)
+}
+
+
+def counts_as_of(
+    conn: Connection, project_id: str, focus_id: str | None, as_of: datetime
+) -> dict[str, int]:
+    """Memories per tier as they stood at ``as_of`` (the rule of ``select_for_wake``): the
+    focal identity's and the project-level ones, or without a focus the whole project's (the
+    sets the wake's counts cover). Counted from the rows: the database keeps counters of the
+    present only, and a wake as of a past time is asked for rarely, never cached."""
+    conditions = [memories.c.project_id == project_id, *_as_of_conditions(as_of)]
+    if focus_id is not None:
+        conditions.append(or_(memories.c.identity_id == focus_id, memories.c.identity_id.is_(None)))
+    rows = conn.execute(
+        select(memories.c.tier, func.count()).where(*conditions).group_by(memories.c.tier)
+    )
+    found = {tier: int(total) for tier, total in rows}
+    return {tier: found.get(tier, 0) for tier in TIERS}
 
 
 def apply_patch(expression: JsonObject, patch: JsonObject) -> JsonObject:
