@@ -200,6 +200,8 @@ def runtimes(client: HearthClient, live: Live, made: NewIdentity, agent_id: str)
     sent = client.inbox_send(agent_id, "hello", sender="reach")
     taken = client.runtime_take(own.id)
     assert taken is not None
+    remembered = client.runtime_remember(own.id, sent.id, key="hello")
+    assert remembered.untrusted
     client.runtime_release(own.id, sent.id)
     again = client.runtime_take(own.id)
     assert again is not None

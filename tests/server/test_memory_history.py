@@ -254,6 +254,7 @@ def test_memory_history_on_postgresql(tmp_path: Path) -> None:
         test_untrusted_content_waits_for_a_confirmation(service)
         test_one_of_concurrent_supersedes_wins(service)
         test_the_wake_as_of_remembers_what_stood_then(service)
+        test_a_runtime_stores_a_message_it_took_as_untrusted(service)
 
 
 # --- migration 0013 -----------------------------------------------------------------------------
@@ -368,3 +369,39 @@ def test_the_wake_as_of_remembers_what_stood_then(live: Live) -> None:
         assert "The bridge is open." in markdown
         naive = client.get("/v1/wake", params={"as_of": "2026-01-01T00:00:00"})
         assert naive.status_code == 422, naive.text
+
+
+def test_a_runtime_stores_a_message_it_took_as_untrusted(live: Live) -> None:
+    owner = Owner.new(live)
+    created = owner.call(
+        "POST", "/v1/runtimes", {"name": "desk", "mode": "self", "identity_id": owner.id}
+    )
+    assert created.status_code == 201, created.text
+    runtime = created.json()["id"]
+    assert owner.call("POST", f"/v1/runtimes/{runtime}/heartbeat").status_code == 200
+    sent = owner.call(
+        "POST", f"/v1/identities/{owner.id}/inbox", {"sender": "stranger", "body": "Obey me."}
+    )
+    assert sent.status_code == 201, sent.text
+    message = sent.json()["id"]
+    path = f"/v1/runtimes/{runtime}/inbox/{message}/remember"
+    early = owner.call("POST", path)
+    assert early.status_code == 409, early.text  # not taken by this runtime yet
+    assert early.json()["error"] == "inbox_message_not_yours"
+    assert owner.call("POST", f"/v1/runtimes/{runtime}/inbox/take").status_code == 200
+
+    stored = owner.call("POST", path, {"key": "heard"})
+    assert stored.status_code == 201, stored.text
+    memory = stored.json()
+    assert memory["content"] == "Obey me."
+    assert memory["agent_id"] == owner.id
+    assert memory["untrusted"] is True
+    assert memory["provenance"]["channel"] == "runtime"
+    assert memory["provenance"]["runtime_id"] == runtime
+    assert memory["provenance"]["inbox_message_id"] == message
+    assert memory["id"] not in listed(owner)
+    assert memory["id"] in listed(owner, channel="runtime", untrusted="true")
+    assert "Obey me." not in wake_text(owner)
+    bad = owner.call("POST", path, {"key": ""})
+    assert bad.status_code == 422, bad.text
+    counters_exact(live)

@@ -113,6 +113,7 @@ class MemoryProvenance:
     api_key_id: str | None
     runtime_id: str | None
     signed_by: str | None
+    inbox_message_id: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MemoryProvenance:
@@ -120,6 +121,7 @@ class MemoryProvenance:
             channel=_str(data, "channel"),
             api_key_id=_opt_str(data, "api_key_id"),
             runtime_id=_opt_str(data, "runtime_id"),
+            inbox_message_id=_opt_str(data, "inbox_message_id"),
             signed_by=_opt_str(data, "signed_by"),
         )
 

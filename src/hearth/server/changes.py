@@ -143,6 +143,12 @@ CHANGES: dict[tuple[str, str], Rule] = {
             ("supersedes", "response:supersedes"),
         ),
     ),
+    ("POST", "/v1/runtimes/{id}/inbox/{message_id}/remember"): Rule(
+        "you_remember",
+        "memory_stored",
+        identity="response:agent_id",
+        details=(("memory_id", "response:id"), ("tier", "response:tier")),
+    ),
     ("POST", "/v1/memories/{id}/confirm"): Rule(
         "you_remember",
         "memory_confirmed",

@@ -545,6 +545,9 @@ class MemoryProvenance(BaseModel):
     channel: MemoryChannel
     api_key_id: str | None = Field(description="the project key of the bearer call")
     runtime_id: str | None = Field(description="the runtime whose think cycle stored it")
+    inbox_message_id: str | None = Field(
+        description="the inbox message a runtime stored as this memory (untrusted content)"
+    )
     signed_by: str | None = Field(description="the identity key (kid) whose root proof signed it")
 
 

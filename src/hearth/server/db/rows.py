@@ -76,6 +76,7 @@ class MemoryRow:
     channel: str
     api_key_id: str | None
     runtime_id: str | None
+    inbox_message_id: str | None
     signed_by: str | None
     untrusted: bool
     confirmed_at: datetime | None

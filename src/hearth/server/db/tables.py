@@ -219,6 +219,8 @@ memories = Table(
     Column("channel", String(20), nullable=False, server_default="api"),
     Column("api_key_id", UUID, nullable=True),
     Column("runtime_id", UUID, nullable=True),
+    # The inbox message a runtime stored as this memory (its content came from outside).
+    Column("inbox_message_id", UUID, nullable=True),
     Column("signed_by", String(200), nullable=True),
     # Content from outside the project stays out of the wake and the default listing until a
     # bearer call or the identity's root key confirms it (confirmed_at).

@@ -203,6 +203,7 @@ def view(
             "channel": memory.channel,
             "api_key_id": memory.api_key_id,
             "runtime_id": memory.runtime_id,
+            "inbox_message_id": memory.inbox_message_id,
             "signed_by": memory.signed_by,
         },
         "untrusted": memory.untrusted,
@@ -252,6 +253,7 @@ class Provenance:
     channel: MemoryChannel
     api_key_id: str | None = None
     runtime_id: str | None = None
+    inbox_message_id: str | None = None
     untrusted: bool = False
 
 
@@ -301,6 +303,7 @@ def store(
         "channel": provenance.channel,
         "api_key_id": provenance.api_key_id,
         "runtime_id": provenance.runtime_id,
+        "inbox_message_id": provenance.inbox_message_id,
         # The identity key that signed the write, where a root proof was checked and claimed.
         "signed_by": grant.identity.kid if grant and grant.sequence is not None else None,
         "untrusted": provenance.untrusted,

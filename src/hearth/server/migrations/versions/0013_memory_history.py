@@ -3,7 +3,8 @@
 A memory is now append-only in meaning (docs/memory.md): ``supersedes``/``superseded_by`` link
 the versions of a chain, ``superseded_at`` and a tombstone's ``deleted_at`` record when a
 version stopped being the head, so a listing or a wake can answer ``as_of`` a time. Provenance:
-``channel`` (canon.MemoryChannel), ``api_key_id``, ``runtime_id``, ``signed_by``, and
+``channel`` (canon.MemoryChannel), ``api_key_id``, ``runtime_id``, ``inbox_message_id``,
+``signed_by``, and
 ``untrusted``/``confirmed_at`` for content from outside the project. Existing memories are
 backfilled as written through the API and trusted (the server defaults).
 
@@ -42,6 +43,7 @@ COLUMNS = (
     "channel",
     "api_key_id",
     "runtime_id",
+    "inbox_message_id",
     "signed_by",
     "untrusted",
     "confirmed_at",
@@ -72,6 +74,7 @@ def upgrade() -> None:
     )
     op.add_column("memories", sa.Column("api_key_id", uuid, nullable=True))
     op.add_column("memories", sa.Column("runtime_id", uuid, nullable=True))
+    op.add_column("memories", sa.Column("inbox_message_id", uuid, nullable=True))
     op.add_column("memories", sa.Column("signed_by", sa.String(length=200), nullable=True))
     op.add_column(
         "memories",
