@@ -168,6 +168,10 @@ def test_as_of_answers_with_the_memories_as_they_stood(live: Live) -> None:
         naive = client.get("/v1/memories", params={"as_of": "2026-01-01T00:00:00"})
         assert naive.status_code == 422, naive.text
         assert "as_of" in naive.text
+        # pydantic alone would read a bare number as seconds since the epoch.
+        number = client.get("/v1/memories", params={"as_of": "0.5"})
+        assert number.status_code == 422, number.text
+        assert client.get("/v1/wake", params={"as_of": "0.5"}).status_code == 422
 
 
 def test_untrusted_content_waits_for_a_confirmation(live: Live) -> None:

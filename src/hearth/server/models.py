@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from hearth.proofs.encoding import b64_pattern
 
@@ -425,6 +433,19 @@ class ReceiptRequest(Strict):
 
 # --- memory and chronicle (docs/service.md, "Memory and chronicle") -----------------------------
 
+
+# An ``as_of`` query value: RFC 3339 with a zone. Checked before pydantic parses it, because
+# pydantic would take a bare number ("0.5") for seconds since the epoch.
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _rfc3339(value: object) -> object:
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        raise ValueError("a time in RFC 3339 with a zone, such as 2026-11-27T12:00:00Z")
+    return value
+
+
+AsOf = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
 
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import AwareDatetime
 from sqlalchemy import Connection
 
 from ..auth import (
@@ -36,6 +35,7 @@ from ..db.rows import IdentityRow, MemoryRow
 from ..json_types import JsonObject
 from ..memory_tiers import Tier
 from ..models import (
+    AsOf,
     ElevateRequest,
     MemoryCreate,
     MemoryHistory,
@@ -150,7 +150,7 @@ async def deletion_authority(
     "/v1/memories",
     status_code=201,
     response_model=MemoryStored,
-    responses=errors(401, 409, 422, 428),
+    responses=errors(401, 404, 409, 422, 428),
     summary="Store a memory (episodic by default; foundational needs the root proof of an "
     "agent_root identity)",
 )
@@ -214,7 +214,7 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
         Query(description="the untrusted memories (not yet confirmed) instead of the trusted"),
     ] = False,
     as_of: Annotated[
-        AwareDatetime | None,
+        AsOf | None,
         Query(description="the memories as they stood at this time (RFC 3339, with a zone)"),
     ] = None,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,

@@ -15,10 +15,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
-from pydantic import AwareDatetime
 
 from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
+from ..models import AsOf
 from ..models_wake import WakeJson
 from ..services import wake as wake_service
 from ..services import wake_cache
@@ -65,7 +65,7 @@ async def wake(  # noqa: PLR0917 - FastAPI reads query parameters from the signa
         bool, Query(description="build the wake anew instead of answering a cached one")
     ] = False,
     as_of: Annotated[
-        AwareDatetime | None,
+        AsOf | None,
         Query(
             description="what the wake remembers as it stood at this time (RFC 3339 with a "
             "zone); built anew, never cached"
