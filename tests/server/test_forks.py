@@ -424,6 +424,34 @@ def test_memory_selection_and_constitutive_becomes_foundational(live: Live) -> N
 # --- refusals -----------------------------------------------------------------------------------
 
 
+def test_a_fork_inherits_only_what_the_wake_could_select(live: Live) -> None:
+    """Superseded versions, tombstones and untrusted memories stay behind (docs/memory.md)."""
+    parent = Parent.new(live)
+    old = parent.memory("the gate is green")
+    with parent.client() as client:
+        new = client.post(
+            "/v1/memories",
+            json={"content": "the gate is blue", "agent_id": parent.id, "supersedes": old["id"]},
+        ).json()
+        heard = client.post(
+            "/v1/memories",
+            json={"content": "a stranger's word", "agent_id": parent.id, "untrusted": True},
+        ).json()
+        gone = parent.memory("a thing since deleted")
+        assert client.delete(f"/v1/memories/{gone['id']}").status_code == 204
+    child = parent.fork({"new_name": "Heir", "memories": {"tiers": ["episodic"], "limit": 10}})
+    assert child.status_code == 201, child.text
+    copied = child.json()["memories"]
+    assert [c["source_memory_id"] for c in copied] == [new["id"]]
+    with parent.client() as client:
+        copy = client.get(f"/v1/memories/{copied[0]['memory_id']}").json()
+    assert copy["provenance"]["channel"] == "import"
+    for left_behind in (old, heard, gone):
+        named = parent.fork({"new_name": "Named", "memories": {"memory_ids": [left_behind["id"]]}})
+        assert named.status_code == 422, named.text
+        assert named.json()["error"] == "memory_not_parents"
+
+
 def test_refusals_change_nothing(live: Live) -> None:
     parent = Parent.new(live)
     stranger = Parent.new(live)
