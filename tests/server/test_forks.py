@@ -21,14 +21,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hearth.proofs import (
     b64_decode,
     b64_encode,
-    did_key_for_ed25519,
-    memory_attestation_digest,
-    sign_digest,
 )
 from hearth.server.db.tables import identities, ledger, memories, wallets
 from tests.support.agents import GRANT, Agent, body_bytes, raw_public, register
 from tests.support.databases import in_db
 from tests.support.live import Live, live_on
+from tests.support.memories import witness
 from tests.support.openapi import conforms
 
 T = TypeVar("T")
@@ -160,14 +158,6 @@ class Parent:
             page = client.get("/v1/chronicle", params={"limit": 1000, **params})
         assert page.status_code == 200, page.text
         return list(page.json()["items"])
-
-
-def witness(memory: dict[str, Any]) -> dict[str, Any]:
-    """An external did:key witness's attestation over the memory's exact content."""
-    key = Ed25519PrivateKey.generate()
-    did = did_key_for_ed25519(raw_public(key))
-    digest = memory_attestation_digest(memory["id"], memory["content"].encode(), did, "w-1")
-    return {"attester_did": did, "signing_key_id": "w-1", "signature": sign_digest(key, digest)}
 
 
 def child_row(live: Live, child_id: str) -> dict[str, Any]:

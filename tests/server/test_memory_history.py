@@ -20,7 +20,7 @@ from hearth.server.db.engine import utcnow
 from hearth.server.db.migrate import current, downgrade, upgrade
 from tests.support.databases import counters_exact, database_url_or_skip, fresh_postgres_database
 from tests.support.live import Live, live_service, sqlite_settings
-from tests.support.memories import Owner
+from tests.support.memories import Owner, witness
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +124,24 @@ def test_superseding_an_elevated_memory_needs_the_root_proof(live: Live) -> None
     assert old["tier"] == "foundational"  # never changed in place
     assert old["content"] == "I keep my promises."
     assert old["superseded_by"] == signed.json()["id"]
+
+
+def test_a_witnessed_memory_keeps_its_attestation_when_superseded(live: Live) -> None:
+    owner = Owner.new(live)
+    sworn = owner.store("I will not lie.", agent_id=owner.did)
+    elevated = owner.elevate(
+        sworn["id"], {"tier": "constitutive", "attestations": [witness(sworn)]}
+    )
+    assert elevated.status_code == 200, elevated.text
+    body = {"content": "I will not lie, nor mislead.", "agent_id": owner.did}
+    heir = owner.call("POST", "/v1/memories", {**body, "supersedes": sworn["id"]}, proof=True)
+    assert heir.status_code == 201, heir.text
+    assert heir.json()["tier"] == "episodic"  # elevated again on its own, if at all
+    assert heir.json()["attestations"] == []
+    old = owner.memory(sworn["id"]).json()
+    assert (old["tier"], old["content"]) == ("constitutive", "I will not lie.")
+    assert len(old["attestations"]) == 1  # it stays with the content it signed
+    assert old["superseded_by"] == heir.json()["id"]
 
 
 def test_a_deleted_version_is_a_tombstone_in_its_history(live: Live) -> None:
