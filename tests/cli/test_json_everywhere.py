@@ -86,6 +86,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
         v = w.values
         v["memory"] = j(["memory", "add", "Walked through.", "--json"])["id"]
+        v["untrusted"] = j(["memory", "add", "Heard at the gate.", "--untrusted", "--json"])["id"]
         v["strand"] = j(["strands", "create", "walk", "--json"])["id"]
         v["runtime"] = j(["runtime", "create", "--name", "walker", "--json"])["id"]
         ok(run(["vault", "put", "walk-secret", "--file", "-"], home, input="v\n"))
@@ -259,6 +260,8 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
     ("memory", "add"): lambda w: ["memory", "add", "Another."],
     ("memory", "list"): lambda w: ["memory", "list"],
     ("memory", "search"): lambda w: ["memory", "search", "walked"],
+    ("memory", "history"): lambda w: ["memory", "history", w.values["memory"]],
+    ("memory", "confirm"): lambda w: ["memory", "confirm", w.values["untrusted"]],
     ("memory", "elevate"): lambda w: (
         ["memory", "elevate", w.values["memory"], "--tier", "foundational"]
     ),

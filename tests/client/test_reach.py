@@ -137,7 +137,11 @@ def memories(client: HearthClient, made: NewIdentity, agent_id: str) -> None:
     assert client.memory(kept.id).id == kept.id
     client.memory_elevate(kept.id, "foundational", root_key=made.keys.signing)
     gone = client.memory_store("Passing weather.", agent_id=agent_id)
-    client.memory_delete(gone.id)
+    later = client.memory_store("Weather that stayed.", agent_id=agent_id, supersedes=gone.id)
+    assert [m.id for m in client.memory_history(later.id)] == [gone.id, later.id]
+    heard = client.memory_store("A stranger's message.", untrusted=True)
+    assert client.memory_confirm(heard.id).untrusted is False
+    client.memory_delete(later.id)
     assert list(client.iter_memories(limit=1))
     found = client.memory_search("lamp door", identity_id=agent_id, limit=1)
     assert [hit.memory.id for hit in found.items] == [kept.id]
@@ -200,6 +204,8 @@ def runtimes(client: HearthClient, live: Live, made: NewIdentity, agent_id: str)
     sent = client.inbox_send(agent_id, "hello", sender="reach")
     taken = client.runtime_take(own.id)
     assert taken is not None
+    remembered = client.runtime_remember(own.id, sent.id, key="hello")
+    assert remembered.untrusted
     client.runtime_release(own.id, sent.id)
     again = client.runtime_take(own.id)
     assert again is not None

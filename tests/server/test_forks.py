@@ -21,14 +21,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hearth.proofs import (
     b64_decode,
     b64_encode,
-    did_key_for_ed25519,
-    memory_attestation_digest,
-    sign_digest,
 )
 from hearth.server.db.tables import identities, ledger, memories, wallets
 from tests.support.agents import GRANT, Agent, body_bytes, raw_public, register
 from tests.support.databases import in_db
 from tests.support.live import Live, live_on
+from tests.support.memories import witness
 from tests.support.openapi import conforms
 
 T = TypeVar("T")
@@ -160,14 +158,6 @@ class Parent:
             page = client.get("/v1/chronicle", params={"limit": 1000, **params})
         assert page.status_code == 200, page.text
         return list(page.json()["items"])
-
-
-def witness(memory: dict[str, Any]) -> dict[str, Any]:
-    """An external did:key witness's attestation over the memory's exact content."""
-    key = Ed25519PrivateKey.generate()
-    did = did_key_for_ed25519(raw_public(key))
-    digest = memory_attestation_digest(memory["id"], memory["content"].encode(), did, "w-1")
-    return {"attester_did": did, "signing_key_id": "w-1", "signature": sign_digest(key, digest)}
 
 
 def child_row(live: Live, child_id: str) -> dict[str, Any]:
@@ -422,6 +412,34 @@ def test_memory_selection_and_constitutive_becomes_foundational(live: Live) -> N
 
 
 # --- refusals -----------------------------------------------------------------------------------
+
+
+def test_a_fork_inherits_only_what_the_wake_could_select(live: Live) -> None:
+    """Superseded versions, tombstones and untrusted memories stay behind (docs/memory.md)."""
+    parent = Parent.new(live)
+    old = parent.memory("the gate is green")
+    with parent.client() as client:
+        new = client.post(
+            "/v1/memories",
+            json={"content": "the gate is blue", "agent_id": parent.id, "supersedes": old["id"]},
+        ).json()
+        heard = client.post(
+            "/v1/memories",
+            json={"content": "a stranger's word", "agent_id": parent.id, "untrusted": True},
+        ).json()
+        gone = parent.memory("a thing since deleted")
+        assert client.delete(f"/v1/memories/{gone['id']}").status_code == 204
+    child = parent.fork({"new_name": "Heir", "memories": {"tiers": ["episodic"], "limit": 10}})
+    assert child.status_code == 201, child.text
+    copied = child.json()["memories"]
+    assert [c["source_memory_id"] for c in copied] == [new["id"]]
+    with parent.client() as client:
+        copy = client.get(f"/v1/memories/{copied[0]['memory_id']}").json()
+    assert copy["provenance"]["channel"] == "import"
+    for left_behind in (old, heard, gone):
+        named = parent.fork({"new_name": "Named", "memories": {"memory_ids": [left_behind["id"]]}})
+        assert named.status_code == 422, named.text
+        assert named.json()["error"] == "memory_not_parents"
 
 
 def test_refusals_change_nothing(live: Live) -> None:

@@ -452,7 +452,28 @@ def test_the_decay_rule() -> None:
 
     def aged(days: float, tier: str = "episodic") -> MemoryRow:
         created_at = now - timedelta(days=days)
-        return MemoryRow("m", "p", None, tier, None, "", created_at, None, None)
+        return MemoryRow(
+            id="m",
+            project_id="p",
+            identity_id=None,
+            tier=tier,
+            key=None,
+            content="",
+            created_at=created_at,
+            elevated_at=None,
+            expression_patch=None,
+            supersedes=None,
+            superseded_by=None,
+            superseded_at=None,
+            deleted_at=None,
+            channel="api",
+            api_key_id=None,
+            runtime_id=None,
+            inbox_message_id=None,
+            signed_by=None,
+            untrusted=False,
+            confirmed_at=None,
+        )
 
     assert memory_service.weight(aged(0), now) == 1.0
     assert memory_service.weight(aged(30), now) == pytest.approx(0.5)

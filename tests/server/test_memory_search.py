@@ -388,3 +388,31 @@ def test_the_index_follows_every_write(backend: str, tmp_path: Path) -> None:
         with pytest.raises(RuntimeError):
             in_db(live, write_then_fail)
         index_exact(live)
+
+
+# --- search follows history (migration 0014) -----------------------------------------------------
+
+
+def test_a_default_search_finds_heads_trusted_and_never_a_tombstone(live: Live) -> None:
+    owner, _project, _other = owner_and_other(live)
+    old = owner.store("Quokka colony on the north shore", key="quokka")
+    with owner.client() as client:
+        newer = client.post(
+            "/v1/memories",
+            json={"content": "Quokka colony moved to the east shore", "supersedes": old["id"]},
+        )
+        assert newer.status_code == 201, newer.text
+        # Only the head of the chain: the superseded version is kept and readable, not found.
+        assert [h["memory"]["id"] for h in hits(owner, "quokka colony")] == [newer.json()["id"]]
+        assert client.get(f"/v1/memories/{old['id']}").status_code == 200
+        # Untrusted text is out of a default search until a person confirms it.
+        told = client.post(
+            "/v1/memories", json={"content": "Quokka feeding is allowed", "untrusted": True}
+        )
+        assert told.status_code == 201, told.text
+        assert told.json()["id"] not in [h["memory"]["id"] for h in hits(owner, "quokka")]
+        assert client.post(f"/v1/memories/{told.json()['id']}/confirm").status_code == 200
+        assert told.json()["id"] in [h["memory"]["id"] for h in hits(owner, "quokka")]
+        # A deleted head leaves a tombstone with its key: never found.
+        assert client.delete(f"/v1/memories/{newer.json()['id']}").status_code == 204
+    assert [h["memory"]["id"] for h in hits(owner, "colony")] == []

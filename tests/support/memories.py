@@ -5,8 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tests.support.agents import Registered
+from hearth.proofs import did_key_for_ed25519, memory_attestation_digest, sign_digest
+from tests.support.agents import Registered, raw_public
+
+
+def witness(memory: dict[str, Any]) -> dict[str, Any]:
+    """An external did:key witness's attestation over the memory's exact content."""
+    key = Ed25519PrivateKey.generate()
+    did = did_key_for_ed25519(raw_public(key))
+    digest = memory_attestation_digest(memory["id"], memory["content"].encode(), did, "w-1")
+    return {"attester_did": did, "signing_key_id": "w-1", "signature": sign_digest(key, digest)}
 
 
 class Owner(Registered):

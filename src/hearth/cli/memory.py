@@ -1,5 +1,5 @@
-"""``hearth memory``: store, list, search and elevate memories; witness another identity's
-memory."""
+"""``hearth memory``: store, list, search and elevate memories, walk a memory's history, confirm
+an untrusted one; witness another identity's memory."""
 
 from __future__ import annotations
 
@@ -72,6 +72,16 @@ def add(  # noqa: PLR0917 - typer reads options from the signature
         "episodic", "--tier", help="episodic, or foundational (needs the root key)."
     ),
     key: str | None = typer.Option(None, "--key", help="A label for finding it again."),
+    supersedes: str | None = typer.Option(
+        None,
+        "--supersedes",
+        help="The id of the memory this one replaces (the newest version of its chain).",
+    ),
+    untrusted: bool = typer.Option(
+        False,
+        "--untrusted",
+        help="The text came from outside the project: kept out of the wake until confirmed.",
+    ),
     project_level: bool = typer.Option(
         False, "--project-level", help="Do not bind it to this home's identity."
     ),
@@ -80,24 +90,91 @@ def add(  # noqa: PLR0917 - typer reads options from the signature
     base_url: str | None = BASE_URL_OPTION,
     passphrase_file: Path | None = PASSPHRASE_FILE_OPTION,
 ) -> None:
-    """Store a memory of this home's identity (or of the project, with --project-level)."""
+    """Store a memory of this home's identity (or of the project, with --project-level); with
+    --supersedes, as the next version of that memory."""
     if tier not in TIERS:
         usage_error("--tier is episodic or foundational (constitutive comes by elevation)")
     text = _content(content, file)
     home_path = home_dir(home)
     client, profile = client_for(home_path, base_url)
     agent_id = None if project_level else profile.identity_id
-    root_key = None
-    if tier == "foundational" and agent_id is not None:
-        root_key = open_root_key(home_path, profile, passphrase_file)
     with client:
         try:
+            # The root key signs a foundational memory of this identity, and a new version of
+            # one of its elevated memories (replacing it unmakes part of the identity).
+            needs_root = tier == "foundational" or (
+                supersedes is not None and client.memory(supersedes).tier != "episodic"
+            )
+            root_key = None
+            if needs_root and agent_id is not None:
+                root_key = open_root_key(home_path, profile, passphrase_file)
             memory = client.memory_store(
-                text, tier=tier, agent_id=agent_id, key=key, root_key=root_key
+                text,
+                tier=tier,
+                agent_id=agent_id,
+                key=key,
+                supersedes=supersedes,
+                untrusted=untrusted,
+                root_key=root_key,
             )
         except (HearthError, httpx2.HTTPError) as exc:
             http_failure(exc)
     _print_memory(memory, as_json)
+
+
+@app.command("history")
+def history(
+    memory_id: str = typer.Argument(..., help="The id of any version of the memory."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON array instead of a table."),
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+) -> None:
+    """Show every version of a memory's chain, oldest first (a deleted one without content)."""
+    client, _profile = client_for(home_dir(home), base_url)
+    with client:
+        try:
+            chain = client.memory_history(memory_id)
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    if as_json:
+        typer.echo(json.dumps([asdict(memory) for memory in chain], indent=2))
+        return
+    table = Table(title=f"History of memory {memory_id}")
+    for column in ("id", "tier", "created_at", "until", "content"):
+        table.add_column(column, overflow="fold")
+    for memory in chain:
+        until = memory.superseded_at or ""
+        if memory.deleted_at is not None:
+            until = f"deleted {memory.deleted_at}"
+        table.add_row(
+            escape(memory.id),
+            memory.tier,
+            memory.created_at,
+            until,
+            escape(_preview(memory.content)),
+        )
+    print_table(table)
+
+
+@app.command("confirm")
+def confirm(
+    memory_id: str = typer.Argument(..., help="The id of the untrusted memory."),
+    as_json: bool = typer.Option(False, "--json", help="Print the confirmed memory as JSON."),
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+) -> None:
+    """Confirm an untrusted memory: you vouch for its text, and it joins the wake."""
+    client, _profile = client_for(home_dir(home), base_url)
+    with client:
+        try:
+            memory = client.memory_confirm(memory_id)
+        except (HearthError, httpx2.HTTPError) as exc:
+            http_failure(exc)
+    _print_memory(memory, as_json)
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 @app.command("list")
@@ -105,6 +182,15 @@ def list_memories(  # noqa: PLR0917 - typer reads options from the signature
     tier: str | None = typer.Option(None, "--tier", help="Only this tier."),
     key: str | None = typer.Option(None, "--key", help="Only this label."),
     mine: bool = typer.Option(False, "--mine", help="Only this home's identity's memories."),
+    channel: str | None = typer.Option(
+        None, "--channel", help="Only those written through this channel (api, runtime, ...)."
+    ),
+    untrusted: bool = typer.Option(
+        False, "--untrusted", help="The untrusted memories waiting for a confirmation instead."
+    ),
+    as_of: str | None = typer.Option(
+        None, "--as-of", help="As they stood at this time (RFC 3339 with a zone)."
+    ),
     limit: int = typer.Option(50, "--limit", min=1, max=1000, help="How many, newest first."),
     as_json: bool = typer.Option(False, "--json", help="One JSON array instead of a table."),
     home: Path | None = HOME_OPTION,
@@ -121,6 +207,9 @@ def list_memories(  # noqa: PLR0917 - typer reads options from the signature
                     tier=tier,
                     key=key,
                     agent_id=profile.identity_id if mine else None,
+                    channel=channel,
+                    untrusted=untrusted,
+                    as_of=as_of,
                     cursor=cursor,
                     limit=min(limit - len(found), 200),
                 )
@@ -137,7 +226,7 @@ def list_memories(  # noqa: PLR0917 - typer reads options from the signature
     for column in ("id", "tier", "key", "weight", "created_at", "content"):
         table.add_column(column, overflow="fold")
     for memory in found:
-        preview = memory.content if len(memory.content) <= 60 else memory.content[:59] + "…"
+        preview = _preview(memory.content)
         table.add_row(
             escape(memory.id),
             memory.tier,

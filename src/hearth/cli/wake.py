@@ -34,6 +34,11 @@ def wake(  # noqa: PLR0917 - typer reads options from the signature
     refresh: bool = typer.Option(
         False, "--refresh", help="Build the wake anew instead of the service's cached one."
     ),
+    as_of: str | None = typer.Option(
+        None,
+        "--as-of",
+        help="Remember as at this time (RFC 3339 with a zone); the rest of the wake is now.",
+    ),
     as_json: bool = typer.Option(
         False, "--json", help="Print the JSON document (the same as --format json)."
     ),
@@ -49,7 +54,10 @@ def wake(  # noqa: PLR0917 - typer reads options from the signature
     with client:
         try:
             document = client.wake(
-                format, identity_id=identity or profile.identity_id, refresh=refresh
+                format,
+                identity_id=identity or profile.identity_id,
+                refresh=refresh,
+                as_of=as_of,
             )
         except (HearthError, httpx2.HTTPError) as exc:
             http_failure(exc)

@@ -111,6 +111,7 @@ class AsyncHearthClient(
         *,
         identity_id: str | None = None,
         refresh: bool = False,
+        as_of: str | None = None,
     ) -> dict[str, Any]: ...
 
     @overload
@@ -120,17 +121,28 @@ class AsyncHearthClient(
         *,
         identity_id: str | None = None,
         refresh: bool = False,
+        as_of: str | None = None,
     ) -> str: ...
 
     @overload
     async def wake(
-        self, format: str, *, identity_id: str | None = None, refresh: bool = False
+        self,
+        format: str,
+        *,
+        identity_id: str | None = None,
+        refresh: bool = False,
+        as_of: str | None = None,
     ) -> dict[str, Any] | str: ...
 
     async def wake(
-        self, format: str = "json", *, identity_id: str | None = None, refresh: bool = False
+        self,
+        format: str = "json",
+        *,
+        identity_id: str | None = None,
+        refresh: bool = False,
+        as_of: str | None = None,
     ) -> dict[str, Any] | str:
-        return await self._wake(format, identity_id=identity_id, refresh=refresh)
+        return await self._wake(format, identity_id=identity_id, refresh=refresh, as_of=as_of)
 
     wake.__doc__ = WAKE_DOC
 

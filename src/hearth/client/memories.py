@@ -21,6 +21,7 @@ __all__ = [
     "MemoryAttestation",
     "MemoryCalls",
     "MemoryPage",
+    "MemoryProvenance",
     "MemorySearchHit",
     "MemorySearchPage",
     "attest_memory",
@@ -66,12 +67,20 @@ class Memory:
     in_wake: bool
     attestations: tuple[MemoryAttestation, ...] = ()
     binding: str | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    superseded_at: str | None = None
+    deleted_at: str | None = None
+    provenance: MemoryProvenance | None = None
+    untrusted: bool = False
+    confirmed_at: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Memory:
         attestations = data.get("attestations")
         patch = data.get("expression_patch")
         weight = data.get("weight")
+        provenance = data.get("provenance")
         return cls(
             id=_str(data, "id"),
             agent_id=_opt_str(data, "agent_id"),
@@ -85,6 +94,37 @@ class Memory:
             in_wake=bool(data.get("in_wake")),
             attestations=_objects(attestations, MemoryAttestation.from_json),
             binding=_opt_str(data, "binding"),
+            supersedes=_opt_str(data, "supersedes"),
+            superseded_by=_opt_str(data, "superseded_by"),
+            superseded_at=_opt_str(data, "superseded_at"),
+            deleted_at=_opt_str(data, "deleted_at"),
+            provenance=(
+                MemoryProvenance.from_json(provenance) if isinstance(provenance, dict) else None
+            ),
+            untrusted=bool(data.get("untrusted")),
+            confirmed_at=_opt_str(data, "confirmed_at"),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryProvenance:
+    """Who wrote a memory and how: ``channel`` (``api``, ``runtime``, ``import``, ``mcp``),
+    the bearer's key id, the runtime of a think cycle, the kid of the root proof that signed it."""
+
+    channel: str
+    api_key_id: str | None
+    runtime_id: str | None
+    signed_by: str | None
+    inbox_message_id: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MemoryProvenance:
+        return cls(
+            channel=_str(data, "channel"),
+            api_key_id=_opt_str(data, "api_key_id"),
+            runtime_id=_opt_str(data, "runtime_id"),
+            inbox_message_id=_opt_str(data, "inbox_message_id"),
+            signed_by=_opt_str(data, "signed_by"),
         )
 
 
@@ -202,14 +242,23 @@ class MemoryCalls:
         tier: str | None = None,
         agent_id: str | None = None,
         key: str | None = None,
+        supersedes: str | None = None,
+        untrusted: bool = False,
         root_key: Ed25519PrivateKey | None = None,
     ) -> Call[Memory]:
-        """Store a memory (episodic unless ``tier``). A foundational memory of an agent_root
-        identity needs ``root_key``: the proof is made automatically."""
+        """Store a memory (episodic unless ``tier``); with ``supersedes``, as the next version
+        of that memory (the head of its chain, bound as this one is); ``untrusted`` for content
+        from outside the project. A foundational memory of an agent_root identity, or a new
+        version of its elevated memory, needs ``root_key``: the proof is made automatically."""
         body: dict[str, Any] = {"content": content}
-        optional = {"type": tier, "agent_id": agent_id, "key": key}
+        optional = {"type": tier, "agent_id": agent_id, "key": key, "supersedes": supersedes}
         body.update({name: value for name, value in optional.items() if value is not None})
+        if untrusted:
+            body["untrusted"] = True
         proven = agent_id if tier == "foundational" else None
+        if root_key is not None and supersedes is not None and proven is None:
+            old = yield from MemoryCalls.memory.gen(self, supersedes)
+            proven = agent_id if old.tier != "episodic" else None
         return Memory.from_json(
             _obj((yield from self._proven("POST", "/v1/memories", body, proven, root_key)))
         )
@@ -221,16 +270,24 @@ class MemoryCalls:
         tier: str | None = None,
         agent_id: str | None = None,
         key: str | None = None,
+        channel: str | None = None,
+        untrusted: bool = False,
+        as_of: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
     ) -> Call[MemoryPage]:
-        """One page of the project's memories, newest first."""
+        """One page of the project's current, trusted memories, newest first; ``untrusted``
+        lists the untrusted ones instead, ``as_of`` (RFC 3339 with a zone) the memories as they
+        stood at that time, ``channel`` only those written through it."""
         params = {
             name: str(value)
             for name, value in (
                 ("tier", tier),
                 ("agent_id", agent_id),
                 ("key", key),
+                ("channel", channel),
+                ("untrusted", "true" if untrusted else None),
+                ("as_of", as_of),
                 ("cursor", cursor),
                 ("limit", limit),
             )
@@ -277,6 +334,19 @@ class MemoryCalls:
     @op
     def memory(self: Transport, memory_id: str) -> Call[Memory]:
         return Memory.from_json((yield from self._json("GET", f"/v1/memories/{memory_id}")))
+
+    @op
+    def memory_history(self: Transport, memory_id: str) -> Call[tuple[Memory, ...]]:
+        """Every version of the memory's chain, oldest first; a deleted version is its
+        tombstone (empty content, ``deleted_at`` set)."""
+        answer = yield from self._json("GET", f"/v1/memories/{memory_id}/history")
+        return _objects(_obj(answer).get("items"), Memory.from_json)
+
+    @op
+    def memory_confirm(self: Transport, memory_id: str) -> Call[Memory]:
+        """Confirm an untrusted memory (a person vouches for it): it joins the wake."""
+        path = f"/v1/memories/{memory_id}/confirm"
+        return Memory.from_json((yield from self._json("POST", path)))
 
     @op
     def memory_delete(

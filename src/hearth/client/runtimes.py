@@ -33,6 +33,7 @@ from hearth.proofs.thoughts import (
 
 from .calls import Call, op, paged
 from .common import Transport, _obj, _objects, _opt_str, _str, query, segment
+from .memories import Memory
 
 __all__ = [
     "ROOT_KID",
@@ -528,6 +529,16 @@ class RuntimeCalls:
                 )
             )
         )
+
+    @op
+    def runtime_remember(
+        self: Transport, runtime_id: str, message_id: str, *, key: str | None = None
+    ) -> Call[Memory]:
+        """Store a message this runtime took as a memory of its identity: untrusted (its text
+        came from outside) until a person confirms it (``memory_confirm``)."""
+        path = _runtime_path(runtime_id, "inbox", message_id, "remember")
+        body = {"key": key} if key is not None else None
+        return Memory.from_json((yield from self._json("POST", path, body=body)))
 
     @op
     def runtime_release(self: Transport, runtime_id: str, message_id: str) -> Call[InboxMessage]:

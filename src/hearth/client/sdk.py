@@ -127,6 +127,7 @@ class HearthClient(
         *,
         identity_id: str | None = None,
         refresh: bool = False,
+        as_of: str | None = None,
     ) -> dict[str, Any]: ...
 
     @overload
@@ -136,17 +137,28 @@ class HearthClient(
         *,
         identity_id: str | None = None,
         refresh: bool = False,
+        as_of: str | None = None,
     ) -> str: ...
 
     @overload
     def wake(
-        self, format: str, *, identity_id: str | None = None, refresh: bool = False
+        self,
+        format: str,
+        *,
+        identity_id: str | None = None,
+        refresh: bool = False,
+        as_of: str | None = None,
     ) -> dict[str, Any] | str: ...
 
     def wake(
-        self, format: str = "json", *, identity_id: str | None = None, refresh: bool = False
+        self,
+        format: str = "json",
+        *,
+        identity_id: str | None = None,
+        refresh: bool = False,
+        as_of: str | None = None,
     ) -> dict[str, Any] | str:
-        return self._wake(format, identity_id=identity_id, refresh=refresh)
+        return self._wake(format, identity_id=identity_id, refresh=refresh, as_of=as_of)
 
     wake.__doc__ = WAKE_DOC
 

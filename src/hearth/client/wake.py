@@ -201,8 +201,14 @@ class WakeCalls:
         *,
         identity_id: str | None = None,
         refresh: bool = False,
+        as_of: str | None = None,
     ) -> Call[dict[str, Any] | str]:
-        params = query(format=format, identity_id=identity_id, refresh=True if refresh else None)
+        params = query(
+            format=format,
+            identity_id=identity_id,
+            refresh=True if refresh else None,
+            as_of=as_of,
+        )
         if format in TEXT_FORMATS:
             return (yield from self._send("GET", "/v1/wake", params=params)).text
         return (yield from self._json("GET", "/v1/wake", params=params))
@@ -229,7 +235,8 @@ WAKE_DOC = """The wake of the caller's project: the JSON document (``json``, the
 Markdown (``md``) or one-fact-per-line (``math``) text, or the provider payload (``anthropic``:
 ``{"system": ...}``, ``openai``: ``{"messages": [...]}``; take that member rather than the whole
 body, which also carries ``_welcomed``). ``identity_id`` names the focal identity; ``refresh``
-skips the service's few-second cache."""
+skips the service's few-second cache; ``as_of`` (RFC 3339 with a zone) answers with the memories
+as they stood at that time (``you_remember``; the rest is the present), built anew."""
 
 VOICE_DOC = """Listen to the changes of ``identity_id`` (id or DID) and of the whole project.
 

@@ -168,6 +168,21 @@ CUSTODY_MEANINGS: Final[dict[CustodyMode, dict[str, str]]] = {
 }
 
 
+# --- memory channels ---------------------------------------------------------------------------
+
+# How a memory came to be written (its provenance, docs/memory.md "Provenance"): stamped when the
+# row is inserted, never changed.
+MemoryChannel = Literal["api", "runtime", "import", "mcp"]
+MEMORY_CHANNELS: Final[tuple[MemoryChannel, ...]] = get_args(MemoryChannel)
+
+MEMORY_CHANNEL_MEANINGS: Final[dict[MemoryChannel, str]] = {
+    "api": "Stored through the HTTP API with the project bearer (POST /v1/memories).",
+    "runtime": "Stored by a runtime during a think cycle; the memory names the runtime.",
+    "import": "Copied in from elsewhere: a fork's inheritance or an import of a backup.",
+    "mcp": "Stored through the MCP bridge (reserved: no MCP bridge writes memories yet).",
+}
+
+
 # --- the published canon -----------------------------------------------------------------------
 
 

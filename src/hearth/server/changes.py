@@ -136,7 +136,24 @@ CHANGES: dict[tuple[str, str], Rule] = {
         "you_remember",
         "memory_stored",
         identity="response:agent_id",
+        details=(
+            ("memory_id", "response:id"),
+            ("tier", "response:tier"),
+            # A new version names the one it replaced (null for a first version).
+            ("supersedes", "response:supersedes"),
+        ),
+    ),
+    ("POST", "/v1/runtimes/{id}/inbox/{message_id}/remember"): Rule(
+        "you_remember",
+        "memory_stored",
+        identity="response:agent_id",
         details=(("memory_id", "response:id"), ("tier", "response:tier")),
+    ),
+    ("POST", "/v1/memories/{id}/confirm"): Rule(
+        "you_remember",
+        "memory_confirmed",
+        identity="response:agent_id",
+        details=(("memory_id", "response:id"),),
     ),
     ("DELETE", "/v1/memories/{id}"): Rule(
         "you_remember",

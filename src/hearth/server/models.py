@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from hearth.proofs.encoding import b64_pattern
 
 from . import body_rules
-from .canon import ChronicleKind, Form, Visibility
+from .canon import ChronicleKind, Form, MemoryChannel, Visibility
 from .json_types import JsonObject
 from .memory_tiers import INITIAL_TIER, TIERS, ElevatedTier, Tier
 
@@ -426,6 +434,22 @@ class ReceiptRequest(Strict):
 # --- memory and chronicle (docs/service.md, "Memory and chronicle") -----------------------------
 
 
+# An ``as_of`` query value: RFC 3339 with a zone. Checked before pydantic parses it, because
+# pydantic would take a bare number ("0.5") for seconds since the epoch.
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _rfc3339(value: object) -> object:
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        raise ValueError("a time in RFC 3339 with a zone, such as 2026-11-27T12:00:00Z")
+    return value
+
+
+AsOf = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
+
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
 class MemoryCreate(Strict):
     model_config = ConfigDict(json_schema_extra=body_rules.agree("type", "tier", TIERS))
 
@@ -439,6 +463,17 @@ class MemoryCreate(Strict):
         "project, otherwise the memory is project-level",
     )
     key: str | None = Field(default=None, min_length=1, max_length=200)
+    supersedes: str | None = Field(
+        default=None,
+        pattern=UUID_PATTERN,
+        description="the id of the memory this one replaces: the head of its chain, bound as "
+        "this one is; it is kept, superseded (docs/memory.md, History)",
+    )
+    untrusted: bool = Field(
+        default=False,
+        description="the content came from outside the project (a message, a page): kept out "
+        "of the wake and the default listing until confirmed",
+    )
 
     @model_validator(mode="after")
     def _one_tier(self) -> MemoryCreate:
@@ -516,6 +551,25 @@ class MemoryView(BaseModel):
     weight: float = Field(description="decay weight now: 1 for elevated tiers")
     in_wake: bool = Field(description="whether the wake's selection still considers it")
     attestations: list[AttestationView]
+    supersedes: str | None = Field(description="the version this one replaced")
+    superseded_by: str | None = Field(description="the version that replaced this one")
+    superseded_at: str | None = Field(description="when it stopped being the head of its chain")
+    deleted_at: str | None = Field(description="set on a tombstone: its content is erased")
+    provenance: MemoryProvenance
+    untrusted: bool = Field(description="from outside the project and not yet confirmed")
+    confirmed_at: str | None = Field(description="when a bearer call confirmed untrusted content")
+
+
+class MemoryProvenance(BaseModel):
+    """Who wrote the memory and how (docs/memory.md, "Provenance")."""
+
+    channel: MemoryChannel
+    api_key_id: str | None = Field(description="the project key of the bearer call")
+    runtime_id: str | None = Field(description="the runtime whose think cycle stored it")
+    inbox_message_id: str | None = Field(
+        description="the inbox message a runtime stored as this memory (untrusted content)"
+    )
+    signed_by: str | None = Field(description="the identity key (kid) whose root proof signed it")
 
 
 class MemoryStored(MemoryView):
@@ -542,6 +596,12 @@ class MemorySearchHit(BaseModel):
 class MemorySearchPage(BaseModel):
     items: list[MemorySearchHit]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
+
+
+class MemoryHistory(BaseModel):
+    """A memory's chain of versions, oldest first; a deleted version is its tombstone."""
+
+    items: list[MemoryView]
 
 
 class ChronicleEntry(BaseModel):

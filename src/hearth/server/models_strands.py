@@ -136,6 +136,12 @@ class InboxPost(Strict):
     body: str = Field(min_length=1, max_length=MAX_INBOX_BODY)
 
 
+class InboxRemember(Strict):
+    """What a self runtime adds when it stores a message as a memory: a label to find it by."""
+
+    key: str | None = Field(default=None, min_length=1, max_length=200)
+
+
 class InboxMessage(BaseModel):
     id: str
     identity_id: str

@@ -165,6 +165,11 @@ class WakeChronicleEntry(BaseModel):
 
 
 class WakeRemember(BaseModel):
+    as_of: str | None = Field(
+        default=None,
+        description="only on a wake asked `as_of`: the memories and counts are as they stood "
+        "at this time (the rest of the wake is the present)",
+    )
     memories: list[WakeMemory]
     counts: dict[str, int]
     chronicle: list[WakeChronicleEntry]

@@ -166,6 +166,19 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         409,
+        "memory_not_head supersede_binding_mismatch",
+        "memory history: superseding, elevating or confirming a version that is not the head "
+        "of its chain (a stale head), a new version bound elsewhere than the one it replaces",
+        "memory.md#history",
+    ),
+    _row(
+        409,
+        "memory_untrusted memory_already_trusted",
+        "memory provenance: elevating an untrusted memory, confirming a trusted one",
+        "memory.md#provenance",
+    ),
+    _row(
+        409,
         "already_elevated",
         "the target of an elevation is not at level 0",
         "elevation.md",

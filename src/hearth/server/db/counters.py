@@ -72,7 +72,21 @@ def _columns_of(conditions: tuple[str, ...]) -> list[str]:
     return found
 
 
-MEMORIES = Counted("memories", "memories", "project_id", "identity_id", kind_column="tier")
+# Migration 0010 counted every memory row; migration 0013 counts only the memories the wake can
+# select (the head of a chain, not a tombstone, trusted): the old definition is kept for 0010.
+MEMORIES_0010 = Counted("memories", "memories", "project_id", "identity_id", kind_column="tier")
+MEMORIES = Counted(
+    "memories",
+    "memories",
+    "project_id",
+    "identity_id",
+    kind_column="tier",
+    where=(
+        "{row}.superseded_at IS NULL",
+        "{row}.deleted_at IS NULL",
+        "{row}.untrusted = FALSE",
+    ),
+)
 RUNTIMES = Counted("runtimes", "runtimes", "project_id", where=("{row}.deleted_at IS NULL",))
 ACTIVE_IDENTITIES = Counted(
     "identities", "identities:active", "project_id", where=("{row}.status = 'active'",)
@@ -101,6 +115,8 @@ COUNTED: tuple[Counted, ...] = (
     RECEIVED,
     GIVEN,
 )
+# What migration 0010 created, as it created it (its memory count counted every row).
+COUNTED_0010: tuple[Counted, ...] = (MEMORIES_0010, *COUNTED[1:])
 
 
 def _decrement(counted: Counted, row: str = "OLD") -> str:
@@ -191,6 +207,9 @@ def backfill_statements(counted: tuple[Counted, ...] = COUNTED) -> list[str]:
 
 __all__ = [
     "COUNTED",
+    "COUNTED_0010",
+    "MEMORIES",
+    "MEMORIES_0010",
     "Counted",
     "backfill_statements",
     "count_query",

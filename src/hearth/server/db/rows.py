@@ -69,6 +69,17 @@ class MemoryRow:
     created_at: datetime
     elevated_at: datetime | None
     expression_patch: JsonObject | None
+    supersedes: str | None
+    superseded_by: str | None
+    superseded_at: datetime | None
+    deleted_at: datetime | None
+    channel: str
+    api_key_id: str | None
+    runtime_id: str | None
+    inbox_message_id: str | None
+    signed_by: str | None
+    untrusted: bool
+    confirmed_at: datetime | None
 
     @classmethod
     def of(cls, row: RowMapping | Mapping[str, Any]) -> Self:

@@ -46,6 +46,17 @@ MIRRORED: Final = ("project_id", "identity_id", "tier", "key", "created_at")
 _MIRRORED = ", ".join(MIRRORED)
 _NEW_MIRRORED = ", ".join(f"NEW.{c}" for c in MIRRORED)
 
+# Whether a default search finds a memory: the head of its chain, not a tombstone, and trusted
+# (migration 0013's columns; docs/memory.md, "History" and "Provenance"). Migration 0014 copies
+# it beside the index as ``live``, kept by the same triggers, so that a search filters on the
+# index's own rows as it does on the other copied columns.
+HISTORY_COLUMNS: Final = ("superseded_at", "deleted_at", "untrusted")
+
+
+def _live(row: str) -> str:
+    return f"({row}.superseded_at IS NULL AND {row}.deleted_at IS NULL AND {row}.untrusted = FALSE)"
+
+
 _OLD_VALUES = "COALESCE(OLD.key, ''), OLD.content"
 _NEW_VALUES = "COALESCE(NEW.key, ''), NEW.content"
 
@@ -75,13 +86,18 @@ def _sqlite_tables() -> list[str]:
     ]
 
 
-def _sqlite_triggers() -> list[str]:
+def _sqlite_triggers(live: bool) -> list[str]:
     copied = ("project_id", "identity_id", "tier", "created_at")
-    moved = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in copied)
-    copy = ", ".join(f"{c} = NEW.{c}" for c in copied)
+    watched = (*copied, *HISTORY_COLUMNS) if live else copied
+    moved = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in watched)
+    copy = ", ".join(f"{c} = NEW.{c}" for c in copied) + (
+        f", live = {_live('NEW')}" if live else ""
+    )
+    columns = f"{_MIRRORED}, live" if live else _MIRRORED
+    values = f"{_NEW_MIRRORED}, {_live('NEW')}" if live else _NEW_MIRRORED
     return [
         "CREATE TRIGGER hearth_search_insert AFTER INSERT ON memories BEGIN"
-        f" INSERT INTO {ROWS_TABLE} (memory_id, {_MIRRORED}) VALUES (NEW.id, {_NEW_MIRRORED});"
+        f" INSERT INTO {ROWS_TABLE} (memory_id, {columns}) VALUES (NEW.id, {values});"
         f" {_sqlite_index()} END",
         "CREATE TRIGGER hearth_search_delete AFTER DELETE ON memories BEGIN"
         f" {_sqlite_unindex()} DELETE FROM {ROWS_TABLE} WHERE memory_id = OLD.id; END",
@@ -92,7 +108,7 @@ def _sqlite_triggers() -> list[str]:
         f" {_sqlite_index()} END",
         # The copied columns alone (an elevation moves the tier): the text is not touched.
         # Either id may be the row's: the triggers of one UPDATE run in no promised order.
-        f"CREATE TRIGGER hearth_search_copy AFTER UPDATE OF {', '.join(copied)} ON memories"
+        f"CREATE TRIGGER hearth_search_copy AFTER UPDATE OF {', '.join(watched)} ON memories"
         f" WHEN {moved} BEGIN UPDATE {ROWS_TABLE} SET {copy}"
         " WHERE memory_id IN (OLD.id, NEW.id); END",
     ]
@@ -123,15 +139,17 @@ def _postgresql_tables() -> list[str]:
     ]
 
 
-def _postgresql_triggers() -> list[str]:
+def _postgresql_triggers(live: bool) -> list[str]:
+    columns = f"{_MIRRORED}, live" if live else _MIRRORED
+    values = f"{_NEW_MIRRORED}, {_live('NEW')}" if live else _NEW_MIRRORED
     body = (
         "BEGIN"
         f" IF TG_OP <> 'INSERT' THEN DELETE FROM {PG_TABLE} WHERE memory_id = OLD.id; END IF;"
-        f" IF TG_OP <> 'DELETE' THEN INSERT INTO {PG_TABLE} (memory_id, {_MIRRORED}, document)"
-        f" VALUES (NEW.id, {_NEW_MIRRORED}, hearth_search_document(NEW.key, NEW.content));"
+        f" IF TG_OP <> 'DELETE' THEN INSERT INTO {PG_TABLE} (memory_id, {columns}, document)"
+        f" VALUES (NEW.id, {values}, hearth_search_document(NEW.key, NEW.content));"
         " END IF; RETURN NULL; END"
     )
-    watched = ("id", *MIRRORED, "content")
+    watched = ("id", *MIRRORED, "content", *(HISTORY_COLUMNS if live else ()))
     moved = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in watched)
     return [
         f"CREATE FUNCTION hearth_search_index() RETURNS trigger LANGUAGE plpgsql AS $$ {body} $$",
@@ -147,9 +165,37 @@ def table_statements(dialect: str) -> list[str]:
     return _postgresql_tables() if dialect == "postgresql" else _sqlite_tables()
 
 
-def trigger_statements(dialect: str) -> list[str]:
-    """The triggers that keep the index in step with ``memories``."""
-    return _postgresql_triggers() if dialect == "postgresql" else _sqlite_triggers()
+def trigger_statements(dialect: str, *, live: bool = False) -> list[str]:
+    """The triggers that keep the index in step with ``memories``: migration 0012's, or with
+    ``live`` migration 0014's, which also keep the ``live`` copy."""
+    if dialect == "postgresql":
+        return _postgresql_triggers(live)
+    return _sqlite_triggers(live)
+
+
+def drop_trigger_statements(dialect: str) -> list[str]:
+    """The triggers alone (the tables and PostgreSQL's document function stay)."""
+    if dialect == "postgresql":
+        return ["DROP FUNCTION IF EXISTS hearth_search_index() CASCADE"]
+    return [
+        f"DROP TRIGGER IF EXISTS hearth_search_{name}"
+        for name in ("insert", "delete", "update", "copy")
+    ]
+
+
+def live_column_statements(dialect: str) -> list[str]:
+    """Migration 0014: the ``live`` copy beside the index, filled from the memories stored."""
+    table = PG_TABLE if dialect == "postgresql" else ROWS_TABLE
+    return [
+        f"ALTER TABLE {table} ADD COLUMN live BOOLEAN NOT NULL DEFAULT TRUE",
+        f"UPDATE {table} SET live = (SELECT {_live('m')} FROM memories m"
+        f" WHERE m.id = {table}.memory_id)",
+    ]
+
+
+def drop_live_column_statements(dialect: str) -> list[str]:
+    table = PG_TABLE if dialect == "postgresql" else ROWS_TABLE
+    return [f"ALTER TABLE {table} DROP COLUMN live"]
 
 
 def backfill_statements(dialect: str) -> list[str]:
@@ -192,12 +238,16 @@ def indexed_count_query(dialect: str) -> str:
 __all__ = [
     "BM25_WEIGHTS",
     "FTS_TABLE",
+    "HISTORY_COLUMNS",
     "MIRRORED",
     "PG_TABLE",
     "ROWS_TABLE",
     "backfill_statements",
+    "drop_live_column_statements",
     "drop_statements",
+    "drop_trigger_statements",
     "indexed_count_query",
+    "live_column_statements",
     "table_statements",
     "trigger_statements",
 ]

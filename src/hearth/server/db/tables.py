@@ -23,6 +23,9 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    and_,
+    false,
+    not_,
 )
 
 metadata = MetaData(
@@ -203,12 +206,52 @@ memories = Table(
     # chronicle"); the effective expression applies patches in this order.
     Column("elevated_at", DateTime, nullable=True),
     Column("expression_patch", JSON, nullable=True),
+    # History (docs/memory.md, "History", migration 0013): the version this one replaced, and
+    # when (and by which version) this one was replaced; a deleted memory stays as a tombstone
+    # whose content is erased, so the chain stays walkable and ``as_of`` can answer.
+    # Both links are stored, so a chain is walked either way by primary key, with no index.
+    Column("supersedes", UUID, nullable=True),
+    Column("superseded_by", UUID, nullable=True),
+    Column("superseded_at", DateTime, nullable=True),
+    Column("deleted_at", DateTime, nullable=True),
+    # Provenance (docs/memory.md, "Provenance"): how it was written (canon.MemoryChannel), the
+    # bearer key, the runtime of a think cycle, the identity key that signed the write.
+    Column("channel", String(20), nullable=False, server_default="api"),
+    Column("api_key_id", UUID, nullable=True),
+    Column("runtime_id", UUID, nullable=True),
+    # The inbox message a runtime stored as this memory (its content came from outside).
+    Column("inbox_message_id", UUID, nullable=True),
+    Column("signed_by", String(200), nullable=True),
+    # Content from outside the project stays out of the wake and the default listing until a
+    # bearer call or the identity's root key confirms it (confirmed_at).
+    Column("untrusted", Boolean, nullable=False, server_default=false()),
+    Column("confirmed_at", DateTime, nullable=True),
     # The wake's selection: one identity's memories of one tier, newest first.
     # The wake's per-tier queries take (created_at, id) order from this one (migration 0009).
     Index("ix_memories_wake", "project_id", "identity_id", "tier", "created_at", "id"),
     Index("ix_memories_identity_tier", "identity_id", "tier"),  # shaping: the elevated ones
     Index("ix_memories_project_created", "project_id", "created_at", "id"),
     Index("ix_memories_identity_elevated", "identity_id", "elevated_at", "id"),
+)
+
+# What the wake may select: the head of a chain, not a tombstone, trusted. The wake's queries
+# and this partial index state it with the same terms, so SQLite (which matches a partial
+# index's terms literally) and PostgreSQL both read the wake's selection from the index alone,
+# and PostgreSQL's estimates for it stay right (tests/server/test_wake_work.py; migration 0013).
+MEMORY_SELECTABLE = (
+    memories.c.superseded_at.is_(None),
+    memories.c.deleted_at.is_(None),
+    not_(memories.c.untrusted),
+)
+Index(
+    "ix_memories_wake_live",
+    memories.c.project_id,
+    memories.c.identity_id,
+    memories.c.tier,
+    memories.c.created_at,
+    memories.c.id,
+    sqlite_where=and_(*MEMORY_SELECTABLE),
+    postgresql_where=and_(*MEMORY_SELECTABLE),
 )
 
 # External witnesses' Ed25519 signatures (memory-attestation/v1) that made a memory constitutive.

@@ -15,8 +15,16 @@ from fastapi import APIRouter, Query, Response
 
 from ..auth import CallerDep, HearthDep
 from ..json_types import JsonObject
-from ..models_strands import InboxMessage, InboxPage, InboxPost, InboxPosted, InboxStatus
-from ..services import cursors, inbox
+from ..models import MemoryView
+from ..models_strands import (
+    InboxMessage,
+    InboxPage,
+    InboxPost,
+    InboxPosted,
+    InboxRemember,
+    InboxStatus,
+)
+from ..services import cursors, inbox, memories
 from .common import cursor_query, errors
 from .runtimes import announce_moves
 
@@ -103,3 +111,28 @@ async def release_message(
     id: str, message_id: str, caller: CallerDep, hearth: HearthDep
 ) -> JsonObject:
     return await hearth.db.transaction(inbox.release_for_self, caller.project_id, id, message_id)
+
+
+@router.post(
+    "/v1/runtimes/{id}/inbox/{message_id}/remember",
+    status_code=201,
+    response_model=MemoryView,
+    responses=errors(401, 404, 409, 422),
+    summary="A self runtime stores a message it took as an untrusted memory of its identity",
+)
+async def remember_message(
+    id: str,
+    message_id: str,
+    caller: CallerDep,
+    hearth: HearthDep,
+    body: InboxRemember | None = None,
+) -> JsonObject:
+    memory = await hearth.db.transaction(
+        inbox.remember_for_self,
+        caller.project_id,
+        id,
+        message_id,
+        key=body.key if body else None,
+        api_key_id=caller.key_id,
+    )
+    return memories.view(memory, memory.created_at)

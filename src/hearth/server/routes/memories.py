@@ -30,12 +30,15 @@ from ..auth import (
     authorize_request,
     caller_of,
 )
+from ..canon import MemoryChannel
 from ..db.rows import IdentityRow, MemoryRow
 from ..json_types import JsonObject
 from ..memory_tiers import Tier
 from ..models import (
+    AsOf,
     ElevateRequest,
     MemoryCreate,
+    MemoryHistory,
     MemoryPage,
     MemorySearchPage,
     MemoryStored,
@@ -52,8 +55,8 @@ router = APIRouter(tags=["memories"])
 
 @dataclass(frozen=True)
 class MemoryAuth:
-    """Who asks, the memory (None when storing), its identity (None: project-level) and the
-    verified root proof (None when none is needed)."""
+    """Who asks, the memory (when storing: the one superseded, or None), its identity (None:
+    project-level) and the verified root proof (None when none is needed)."""
 
     caller: Caller
     memory: MemoryRow | None
@@ -88,11 +91,24 @@ async def store_authority(
 ) -> MemoryAuth:
     """A foundational memory of an agent_root identity is a memory-foundation mutation: it
     needs the identity's root proof. Everything else needs the bearer only."""
-    caller, identity = await hearth.db.snapshot(_caller_and_binding, bearer, body.agent_id)
+    caller, identity, old = await hearth.db.snapshot(
+        _caller_binding_superseded, bearer, body.agent_id, body.supersedes
+    )
     grant = None
-    if identity is not None and body.requested_tier == "foundational":
+    # Superseding an elevated memory of an identity unmakes part of it, as deleting it would:
+    # the identity's root proof is needed (docs/memory.md, "History").
+    unmakes = old is not None and old.tier != "episodic"
+    if identity is not None and (body.requested_tier == "foundational" or unmakes):
         grant = authorize_request(hearth, identity, request, await request.body())
-    return MemoryAuth(caller, None, identity, grant, body)
+    return MemoryAuth(caller, old, identity, grant, body)
+
+
+def _caller_binding_superseded(
+    conn: Connection, bearer: str, agent_id: str | None, supersedes: str | None
+) -> tuple[Caller, IdentityRow | None, MemoryRow | None]:
+    caller, identity = _caller_and_binding(conn, bearer, agent_id)
+    old = memories.find(conn, caller.project_id, supersedes) if supersedes else None
+    return caller, identity, old
 
 
 async def elevation_authority(
@@ -136,7 +152,7 @@ async def deletion_authority(
     "/v1/memories",
     status_code=201,
     response_model=MemoryStored,
-    responses=errors(401, 409, 422, 428),
+    responses=errors(401, 404, 409, 422, 428),
     summary="Store a memory (episodic by default; foundational needs the root proof of an "
     "agent_root identity)",
 )
@@ -166,6 +182,10 @@ async def store(
         tier=tier,
         key=body.key,
         grant=auth.grant,
+        provenance=memories.Provenance(
+            "api", api_key_id=auth.caller.key_id, untrusted=body.untrusted
+        ),
+        supersedes=auth.memory,
     )
     view = memories.view(row, row.created_at)
     return {**view, "binding": "identity" if auth.identity else "project"}
@@ -188,6 +208,17 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
     key: Annotated[
         str | None, Query(min_length=1, max_length=200, description="only this key")
     ] = None,
+    channel: Annotated[
+        MemoryChannel | None, Query(description="only memories written through this channel")
+    ] = None,
+    untrusted: Annotated[
+        bool,
+        Query(description="the untrusted memories (not yet confirmed) instead of the trusted"),
+    ] = False,
+    as_of: Annotated[
+        AsOf | None,
+        Query(description="the memories as they stood at this time (RFC 3339, with a zone)"),
+    ] = None,
     cursor: Annotated[str | None, cursor_query(cursors.PATTERN)] = None,
     # Contents run to 64 KiB each: a page stays well under the size of a large answer.
     limit: Annotated[int, Query(ge=1, le=200, description="items per page")] = 50,
@@ -202,6 +233,9 @@ async def list_memories(  # noqa: PLR0917 - FastAPI reads query parameters from 
             tier=tier,
             identity_id=identity_id,
             key=key,
+            channel=channel,
+            untrusted=untrusted,
+            as_of=naive_utc(as_of),
             cursor=cursor,
             limit=limit,
         )
@@ -322,3 +356,29 @@ async def elevate(
             tier=body.tier,
         ) from None
     return elevated
+
+
+@router.get(
+    "/v1/memories/{id}/history",
+    response_model=MemoryHistory,
+    responses=errors(401, 404),
+    summary="Every version of the memory's chain, oldest first (tombstones without content)",
+)
+async def memory_history(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
+    items = await hearth.db.snapshot(memories.history, caller.project_id, id)
+    return {"items": items}
+
+
+@router.post(
+    "/v1/memories/{id}/confirm",
+    response_model=MemoryView,
+    responses=errors(401, 404, 409),
+    summary="Confirm an untrusted memory (a person vouches for it): it joins the wake",
+)
+async def confirm_memory(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
+    def run(conn: Connection) -> JsonObject:
+        memory = memories.find(conn, caller.project_id, id)
+        return memories.confirm(conn, caller.project_id, memory, caller.key_id)
+
+    confirmed: JsonObject = await hearth.db.transaction(run)
+    return confirmed

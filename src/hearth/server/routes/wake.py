@@ -10,6 +10,7 @@ sections it was assembled from, are cached per process for a few seconds
 from __future__ import annotations
 
 import uuid
+from datetime import UTC
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -17,6 +18,7 @@ from fastapi.responses import Response
 
 from ..auth import CallerDep, HearthDep
 from ..errors import ApiError
+from ..models import AsOf
 from ..models_wake import WakeJson
 from ..services import wake as wake_service
 from ..services import wake_cache
@@ -44,7 +46,7 @@ router = APIRouter(tags=["wake"])
         },
     },
 )
-async def wake(
+async def wake(  # noqa: PLR0917 - FastAPI reads query parameters from the signature
     caller: CallerDep,
     hearth: HearthDep,
     identity_id: Annotated[
@@ -62,6 +64,13 @@ async def wake(
     refresh: Annotated[
         bool, Query(description="build the wake anew instead of answering a cached one")
     ] = False,
+    as_of: Annotated[
+        AsOf | None,
+        Query(
+            description="what the wake remembers as it stood at this time (RFC 3339 with a "
+            "zone); built anew, never cached"
+        ),
+    ] = None,
 ) -> Response:
     if format not in wake_service.FORMATS:
         raise ApiError(
@@ -73,6 +82,12 @@ async def wake(
         )
     project_id = caller.project_id
     focus = str(identity_id) if identity_id is not None else None
+    if as_of is not None:
+        # A wake of the past is asked for rarely and would only crowd the present's cache out.
+        at = as_of.astimezone(UTC).replace(tzinfo=None)
+        past = await hearth.db.snapshot(wake_service.build, project_id, focus, as_of=at)
+        body, media_type = render(past, format)
+        return _answer(body, media_type, past["generated_at"], "refresh")
     key = (project_id, focus, format)
     answer = await hearth.db.snapshot(wake_cache.read_or_build, key, refresh=refresh)
     state = "hit"
@@ -86,6 +101,10 @@ async def wake(
     else:
         cached = answer.cached
         body, media_type, generated_at = cached.body, cached.media_type, cached.generated_at
+    return _answer(body, media_type, generated_at, state)
+
+
+def _answer(body: bytes, media_type: str, generated_at: str, state: str) -> Response:
     return Response(
         body,
         media_type=media_type,

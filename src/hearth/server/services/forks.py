@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Integer, bindparam, select
 from ..db.direct import savepoint
 from ..db.ids import new_id
 from ..db.rows import IdentityRow, MemoryRow
-from ..db.tables import memories
+from ..db.tables import MEMORY_SELECTABLE, memories
 from ..errors import ApiError
 from ..json_types import JsonObject
 from ..models_forks import ForkRequest, MemorySelection
@@ -224,6 +224,8 @@ def _copy_memory(conn: Connection, memory: MemoryRow, child: IdentityRow) -> Jso
         "created_at": memory.created_at,
         "elevated_at": elevated_at,
         "expression_patch": _copy(memory.expression_patch),
+        # Provenance: the child did not write it; it was carried in (canon.MemoryChannel).
+        "channel": "import",
     }
     conn.execute(_INSERT_MEMORY, copy)
     return {"source_memory_id": memory.id, "memory_id": copy["id"], "tier": tier}
@@ -231,10 +233,12 @@ def _copy_memory(conn: Connection, memory: MemoryRow, child: IdentityRow) -> Jso
 
 # Built once: a statement built per call costs more than executing it.
 _INSERT_MEMORY = memories.insert()
+# A child inherits what the parent's wake could select: heads of chains, no tombstones, trusted.
 _PARENTS_BY_ID = select(memories).where(
     memories.c.identity_id == bindparam("identity"),
     memories.c.project_id == bindparam("project"),
     memories.c.id.in_(bindparam("ids", expanding=True)),
+    *MEMORY_SELECTABLE,
 )
 _PARENTS_BY_TIER = (
     select(memories)
@@ -242,6 +246,7 @@ _PARENTS_BY_TIER = (
         memories.c.project_id == bindparam("project"),
         memories.c.identity_id == bindparam("identity"),
         memories.c.tier == bindparam("tier"),
+        *MEMORY_SELECTABLE,
     )
     .order_by(memories.c.created_at.desc(), memories.c.id.desc())
     .limit(bindparam("limit", type_=Integer))

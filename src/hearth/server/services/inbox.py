@@ -24,11 +24,12 @@ from sqlalchemy import Connection, bindparam, select, update
 from ..canon import CustodyMode
 from ..db.engine import utcnow
 from ..db.ids import new_id
-from ..db.rows import InboxMessageRow, RuntimeRow
+from ..db.rows import InboxMessageRow, MemoryRow, RuntimeRow
 from ..db.tables import inbox_messages, runtimes
 from ..errors import ApiError, not_found
 from ..json_types import JsonObject
 from . import cursors, identities
+from . import memories as memory_service
 from . import runtimes as runtime_service
 from .times import iso
 
@@ -330,3 +331,45 @@ def release_for_self(
     """taken -> pending, by the self runtime that took it: its cycle failed on the user's
     machine, and the message waits for the next one; appends ``think_cycle_error``."""
     return _finish_for_self(conn, project_id, runtime_ref, message_ref, doing="release")
+
+
+def remember_for_self(
+    conn: Connection,
+    project_id: str,
+    runtime_ref: str,
+    message_ref: str,
+    *,
+    key: str | None,
+    api_key_id: str,
+) -> MemoryRow:
+    """A self runtime stores a message it took as an episodic memory of its identity. The text
+    came from outside the project, so the memory is untrusted until a person confirms it
+    (docs/memory.md, "Provenance"); its provenance names the runtime and the message."""
+    runtime, message = _own_message(conn, project_id, runtime_ref, message_ref)
+    if message.taken_by != runtime.id:
+        raise ApiError(
+            409,
+            "inbox_message_not_yours",
+            "Only the runtime that took the message can store it as a memory.",
+            details={"message_id": message.id, "status": message.status},
+        )
+    identity = memory_service.binding(conn, project_id, message.identity_id)
+    if identity is None:
+        raise not_found("Identity")
+    provenance = memory_service.Provenance(
+        "runtime",
+        api_key_id=api_key_id,
+        runtime_id=runtime.id,
+        inbox_message_id=message.id,
+        untrusted=True,
+    )
+    return memory_service.store(
+        conn,
+        project_id,
+        identity,
+        content=message.body,
+        tier="episodic",
+        key=key,
+        grant=None,
+        provenance=provenance,
+    )

@@ -20,11 +20,22 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, delete, func, select, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    func,
+    not_,
+    or_,
+    select,
+    update,
+)
 
 from hearth.adds.ed25519 import encoding_problem
 from hearth.proofs import (
@@ -36,13 +47,14 @@ from hearth.proofs import (
     verify_digest,
 )
 
+from ..canon import MemoryChannel
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.rows import ChronicleRow, IdentityRow, MemoryRow
-from ..db.tables import identities, memories, memory_attestations
+from ..db.tables import MEMORY_SELECTABLE, identities, memories, memory_attestations
 from ..errors import ApiError, not_found
 from ..json_types import JsonObject
-from ..memory_tiers import ELEVATED, WAKE_ORDER, can_elevate, decays, stored, witnessed
+from ..memory_tiers import ELEVATED, TIERS, WAKE_ORDER, can_elevate, decays, stored, witnessed
 from . import chronicle, cursors
 from .authority import RootGrant
 from .identities import expression_view
@@ -114,7 +126,16 @@ def identity_of(conn: Connection, memory: MemoryRow) -> IdentityRow | None:
 
 
 def find(conn: Connection, project_id: str, memory_id: str) -> MemoryRow:
-    """The memory in this project, or 404: another project's memory does not exist here."""
+    """The memory in this project, or 404: another project's memory does not exist here, and
+    a deleted one exists only as a tombstone in its chain's history."""
+    memory = find_version(conn, project_id, memory_id)
+    if memory.deleted_at is not None:
+        raise not_found("Memory")
+    return memory
+
+
+def find_version(conn: Connection, project_id: str, memory_id: str) -> MemoryRow:
+    """The memory in this project, a tombstone included, or 404."""
     try:
         memory_id = str(uuid.UUID(memory_id))
     except ValueError:
@@ -172,9 +193,28 @@ def view(
         "elevated_at": iso(elevated_at),
         "expression_patch": memory.expression_patch,
         "weight": weight(memory, now),
-        "in_wake": in_wake(memory, now),
+        "in_wake": selectable(memory) and in_wake(memory, now),
         "attestations": attestations or [],
+        "supersedes": memory.supersedes,
+        "superseded_by": memory.superseded_by,
+        "superseded_at": iso(memory.superseded_at),
+        "deleted_at": iso(memory.deleted_at),
+        "provenance": {
+            "channel": memory.channel,
+            "api_key_id": memory.api_key_id,
+            "runtime_id": memory.runtime_id,
+            "inbox_message_id": memory.inbox_message_id,
+            "signed_by": memory.signed_by,
+        },
+        "untrusted": memory.untrusted,
+        "confirmed_at": iso(memory.confirmed_at),
     }
+
+
+def selectable(memory: MemoryRow) -> bool:
+    """Whether the wake may select the memory at all: the head of its chain, not a tombstone,
+    and trusted (its decay aside)."""
+    return memory.superseded_at is None and memory.deleted_at is None and not memory.untrusted
 
 
 def read(conn: Connection, project_id: str, memory_id: str) -> JsonObject:
@@ -206,6 +246,17 @@ def storing_refused(tier: str) -> Refusal | None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Who wrote a memory and how (docs/memory.md, "Provenance"): stamped on insert."""
+
+    channel: MemoryChannel
+    api_key_id: str | None = None
+    runtime_id: str | None = None
+    inbox_message_id: str | None = None
+    untrusted: bool = False
+
+
 def store(
     conn: Connection,
     project_id: str,
@@ -215,26 +266,182 @@ def store(
     tier: str,
     key: str | None,
     grant: RootGrant | None,
+    provenance: Provenance,
+    supersedes: MemoryRow | None = None,
 ) -> MemoryRow:
     """Store a new episodic or foundational memory (constitutive needs an attestation over the
     memory's id, so it is reached by elevation only). A foundational memory of an agent_root
-    identity consumes the root proof's sequence with it."""
+    identity consumes the root proof's sequence with it.
+
+    With ``supersedes`` the new memory is the next version of that one: the old one must be the
+    head of its chain, in this project, bound to the same identity, and it is marked superseded
+    by a conditional UPDATE in this same transaction, so of two concurrent supersedes of one
+    head exactly one wins (the other is ``memory_not_head``, and stores nothing)."""
     if grant is not None:
         grant.claim(conn)
     now = utcnow()
+    memory_id = new_id()
+    identity_id = identity.id if identity else None
+    if supersedes is not None:
+        _supersede(
+            conn, project_id, supersedes, identity_id=identity_id, new_memory_id=memory_id, now=now
+        )
     row = {
-        "id": new_id(),
+        "id": memory_id,
         "project_id": project_id,
-        "identity_id": identity.id if identity else None,
+        "identity_id": identity_id,
         "tier": tier,
         "key": key,
         "content": content,
         "created_at": now,
         "elevated_at": None if decays(tier) else now,
         "expression_patch": None,
+        "supersedes": supersedes.id if supersedes else None,
+        "superseded_by": None,
+        "superseded_at": None,
+        "deleted_at": None,
+        "channel": provenance.channel,
+        "api_key_id": provenance.api_key_id,
+        "runtime_id": provenance.runtime_id,
+        "inbox_message_id": provenance.inbox_message_id,
+        # The identity key that signed the write, where a root proof was checked and claimed.
+        "signed_by": grant.identity.kid if grant and grant.sequence is not None else None,
+        "untrusted": provenance.untrusted,
+        "confirmed_at": None,
     }
     conn.execute(_INSERT, row)
     return MemoryRow.of(row)
+
+
+def _supersede(
+    conn: Connection,
+    project_id: str,
+    old: MemoryRow,
+    *,
+    identity_id: str | None,
+    new_memory_id: str,
+    now: datetime,
+) -> None:
+    if old.identity_id != identity_id:
+        raise ApiError(
+            409,
+            "supersede_binding_mismatch",
+            "A new version keeps its memory's binding: the memory it supersedes is bound to "
+            f"{old.identity_id or 'the project'}, the new one to {identity_id or 'the project'}.",
+            details={"pointer": "/supersedes", "bound_to": old.identity_id},
+            hint="Send the same agent_id as the memory you supersede (none for project-level).",
+        )
+    if old.deleted_at is not None or old.superseded_at is not None:
+        raise _not_head(old)
+    moved = conn.execute(
+        _MARK_SUPERSEDED,
+        {"memory": old.id, "project": project_id, "by": new_memory_id, "now": now},
+    )
+    if moved.rowcount != 1:
+        raise _not_head(old)
+
+
+def _not_head(memory: MemoryRow) -> ApiError:
+    return ApiError(
+        409,
+        "memory_not_head",
+        f"The memory {memory.id} is not the head of its chain (it was superseded or deleted): "
+        "only the newest version can be superseded, confirmed or elevated.",
+        details={"pointer": "/supersedes", "memory_id": memory.id},
+        hint="Walk GET /v1/memories/{id}/history and supersede its newest version.",
+    )
+
+
+# Built once. Only the head of a chain (not superseded, not a tombstone) moves: the condition is
+# what makes one of two concurrent supersedes lose.
+_MARK_SUPERSEDED = (
+    update(memories)
+    .where(
+        memories.c.id == bindparam("memory"),
+        memories.c.project_id == bindparam("project"),
+        memories.c.superseded_at.is_(None),
+        memories.c.deleted_at.is_(None),
+    )
+    .values(superseded_at=bindparam("now"), superseded_by=bindparam("by"))
+)
+
+
+def history(conn: Connection, project_id: str, memory_id: str) -> list[JsonObject]:
+    """Every version of the memory's chain, oldest first, the memory itself among them; a
+    deleted version is its tombstone (content erased), and a tombstone's id walks its chain
+    too. Each step is a primary-key lookup: both links are stored on the rows."""
+    memory = find_version(conn, project_id, memory_id)
+    older: list[MemoryRow] = []
+    step = memory
+    while step.supersedes is not None and len(older) < HISTORY_LIMIT:
+        found = _by_id(conn, project_id, step.supersedes)
+        if found is None:
+            break
+        older.append(found)
+        step = found
+    newer: list[MemoryRow] = []
+    step = memory
+    while step.superseded_by is not None and len(newer) < HISTORY_LIMIT:
+        found = _by_id(conn, project_id, step.superseded_by)
+        if found is None:
+            break
+        newer.append(found)
+        step = found
+    chain = [*reversed(older), memory, *newer]
+    attestations = _attestations_of(conn, [m.id for m in chain if witnessed(m.tier)])
+    now = utcnow()
+    return [view(m, now, attestations.get(m.id)) for m in chain]
+
+
+HISTORY_LIMIT = 1000  # versions walked each way: a bound on one answer, never reached in use
+
+
+def _by_id(conn: Connection, project_id: str, memory_id: str) -> MemoryRow | None:
+    row = conn.execute(_FIND, {"id": memory_id, "project": project_id}).first()
+    return MemoryRow.of(row._mapping) if row else None
+
+
+def confirm(conn: Connection, project_id: str, memory: MemoryRow, api_key_id: str) -> JsonObject:
+    """A person (a bearer call) vouches for an untrusted memory: it joins the wake's selection
+    and the default listing. Only the head of a chain, and only an untrusted one; the chronicle
+    notes who confirmed it."""
+    if memory.deleted_at is not None or memory.superseded_at is not None:
+        raise _not_head(memory)
+    if not memory.untrusted:
+        raise ApiError(
+            409,
+            "memory_already_trusted",
+            f"The memory {memory.id} is not untrusted: there is nothing to confirm.",
+            details={"memory_id": memory.id},
+        )
+    now = utcnow()
+    moved = conn.execute(_CONFIRM, {"memory": memory.id, "project": project_id, "now": now})
+    if moved.rowcount != 1:
+        raise _changed()
+    chronicle.record(
+        conn,
+        project_id,
+        memory.identity_id,
+        "note",
+        f"The untrusted memory {memory.id} was confirmed by its project.",
+        details={"event": "memory_confirmed", "memory_id": memory.id, "api_key_id": api_key_id},
+    )
+    confirmed = replace(memory, untrusted=False, confirmed_at=now)
+    wanted = [memory.id] if witnessed(memory.tier) else []
+    return view(confirmed, now, _attestations_of(conn, wanted).get(memory.id))
+
+
+_CONFIRM = (
+    update(memories)
+    .where(
+        memories.c.id == bindparam("memory"),
+        memories.c.project_id == bindparam("project"),
+        memories.c.untrusted.is_(True),
+        memories.c.superseded_at.is_(None),
+        memories.c.deleted_at.is_(None),
+    )
+    .values(untrusted=False, confirmed_at=bindparam("now"))
+)
 
 
 def listing(
@@ -244,19 +451,44 @@ def listing(
     tier: str | None = None,
     identity_id: str | None = None,
     key: str | None = None,
+    channel: str | None = None,
+    untrusted: bool = False,
+    as_of: datetime | None = None,
     cursor: str | None = None,
     limit: int = 100,
 ) -> cursors.Page:
-    """The project's memories, newest first; filters by tier, identity and key."""
-    equal: JsonObject = {"project_id": project_id}
-    if identity_id is not None:
-        equal["identity_id"] = identity_id
-    if tier is not None:
-        equal["tier"] = tier
-    if key is not None:
-        equal["key"] = key
-    items, next_cursor = cursors.newest_first_equal(
-        conn, memories, equal, cursor, limit, build=MemoryRow.of
+    """The project's memories, newest first; filters by tier, identity, key and channel.
+
+    By default the current memories: heads of their chains, no tombstones, trusted
+    (``untrusted=True``: the untrusted ones instead). With ``as_of`` the memories as they stood
+    then: created by then, not yet superseded or deleted, and (un)trusted as they were then; a
+    memory deleted since is shown as its tombstone, for its content is gone."""
+    conditions: list[Any] = [memories.c.project_id == project_id]
+    for column, value in (("identity_id", identity_id), ("tier", tier), ("key", key)):
+        if value is not None:
+            conditions.append(memories.c[column] == value)
+    if channel is not None:
+        conditions.append(memories.c.channel == channel)
+    if as_of is None:
+        conditions += [
+            memories.c.superseded_at.is_(None),
+            memories.c.deleted_at.is_(None),
+            memories.c.untrusted.is_(untrusted),
+        ]
+    else:
+        # Trusted at as_of: born trusted (no confirmation, not untrusted) or confirmed by then.
+        trusted_then = or_(
+            and_(memories.c.untrusted.is_(False), memories.c.confirmed_at.is_(None)),
+            memories.c.confirmed_at <= as_of,
+        )
+        conditions += [
+            memories.c.created_at <= as_of,
+            or_(memories.c.superseded_at.is_(None), memories.c.superseded_at > as_of),
+            or_(memories.c.deleted_at.is_(None), memories.c.deleted_at > as_of),
+            not_(trusted_then) if untrusted else trusted_then,
+        ]
+    items, next_cursor = cursors.newest_first(
+        conn, memories, conditions, cursor, limit, build=MemoryRow.of
     )
     attestations = _attestations_of(conn, [m.id for m in items if witnessed(m.tier)])
     now = utcnow()
@@ -266,17 +498,23 @@ def listing(
 def remove(
     conn: Connection, project_id: str, memory: MemoryRow, grant: RootGrant | None
 ) -> ChronicleRow:
-    """Delete the memory and its attestations, and say so in the chronicle (a ``note``): a
-    deletion is never silent. Returns the chronicle entry."""
+    """Erase the memory's content and delete its attestations, keeping a tombstone (its id, links
+    and times), and say so in the chronicle (a ``note``): a deletion is never silent. Returns the
+    chronicle entry."""
     if grant is not None:
         grant.claim(conn)
     conn.execute(delete(memory_attestations).where(memory_attestations.c.memory_id == memory.id))
+    # The row stays as a tombstone, so the chain stays walkable and as_of can answer; what the
+    # memory said (its content and its patch) is erased.
     gone = conn.execute(
-        delete(memories).where(
+        update(memories)
+        .where(
             memories.c.id == memory.id,
             memories.c.project_id == project_id,
             memories.c.tier == memory.tier,
+            memories.c.deleted_at.is_(None),
         )
+        .values(content="", expression_patch=None, deleted_at=utcnow())
     )
     if gone.rowcount != 1:
         raise _changed()
@@ -327,6 +565,16 @@ def elevate(
         grant.claim(conn)
     memory = find(conn, project_id, memory_id)
     current = memory.tier
+    if memory.deleted_at is not None or memory.superseded_at is not None:
+        raise _not_head(memory)
+    if memory.untrusted:
+        raise Refusal(
+            409,
+            "memory_untrusted",
+            "An untrusted memory is not elevated: confirm it first.",
+            details={"memory_id": memory.id},
+            hint="POST /v1/memories/{id}/confirm, then elevate.",
+        )
     if not can_elevate(current, tier):
         raise Refusal(
             409,
@@ -376,7 +624,12 @@ def elevate(
         values["expression_patch"] = expression_patch
     moved = conn.execute(
         update(memories)
-        .where(memories.c.id == memory.id, memories.c.tier == current)
+        .where(
+            memories.c.id == memory.id,
+            memories.c.tier == current,
+            memories.c.superseded_at.is_(None),
+            memories.c.deleted_at.is_(None),
+        )
         .values(**values)
     )
     if moved.rowcount != 1:
@@ -538,14 +791,21 @@ def select_for_wake(
     *,
     now: datetime | None = None,
     include_project_level: bool = False,
+    as_of: datetime | None = None,
 ) -> list[JsonObject]:
     """What the wake remembers: constitutive, then foundational, then the episodic memories
     still within the horizon (weight >= 1/8), newest first within a tier; at most ``limit``.
 
     ``identity_id`` None selects project-level memories; ``include_project_level`` adds them
-    to an identity's. Every query is one range of ``ix_memories_wake``.
+    to an identity's. Every query is one range of ``ix_memories_wake_live``.
+
+    With ``as_of`` the selection is the one the wake would have made then (its horizon counted
+    from ``as_of``): the memories created by then that were the head of their chain and trusted
+    then. A memory deleted since is left out at any time: its content is erased, and the wake is
+    what is remembered. These queries read ``ix_memories_wake`` (all the rows), filtering.
     """
-    now = now or utcnow()
+    now = as_of or now or utcnow()
+    statements = _WAKE_TIER if as_of is None else _WAKE_TIER_AS_OF
     scopes: list[str | None] = [identity_id]
     if include_project_level and identity_id is not None:
         scopes.append(None)
@@ -560,9 +820,10 @@ def select_for_wake(
                 "identity": scope,
                 "tier": tier,
                 "since": now - WAKE_HORIZON,
+                "as_of": now,
                 "limit": limit - len(picked),
             }
-            statement = _WAKE_TIER[(scope is None, decays(tier))]
+            statement = statements[(scope is None, decays(tier))]
             tier_rows.extend(MemoryRow.of(r._mapping) for r in conn.execute(statement, params))
         tier_rows.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         picked.extend(tier_rows[: limit - len(picked)])
@@ -570,8 +831,22 @@ def select_for_wake(
     return [view(m, now, attestations.get(m.id)) for m in picked]
 
 
-def _wake_tier(project_level: bool, within_horizon: bool) -> Select[Any]:
-    """One tier of one scope, newest first, up to a limit: one range of ix_memories_wake.
+def _as_of_conditions(at: Any) -> list[Any]:
+    """A memory as it stood at ``at``: created by then, not yet superseded then, not deleted
+    (a tombstone has nothing left to remember), trusted then (born trusted, or confirmed)."""
+    return [
+        memories.c.created_at <= at,
+        or_(memories.c.superseded_at.is_(None), memories.c.superseded_at > at),
+        memories.c.deleted_at.is_(None),
+        or_(
+            and_(not_(memories.c.untrusted), memories.c.confirmed_at.is_(None)),
+            memories.c.confirmed_at <= at,
+        ),
+    ]
+
+
+def _wake_tier(project_level: bool, within_horizon: bool, as_of: bool = False) -> Select[Any]:
+    """One tier of one scope, newest first, up to a limit: one range of ix_memories_wake_live.
 
     Only episodic memories have a horizon. An elevated tier gets no ``created_at`` bound at
     all: PostgreSQL took ``created_at >= epoch`` for a reason to walk the project's
@@ -583,15 +858,18 @@ def _wake_tier(project_level: bool, within_horizon: bool) -> Select[Any]:
         if project_level
         else memories.c.identity_id == bindparam("identity"),
         memories.c.tier == bindparam("tier"),
+        *(_as_of_conditions(bindparam("as_of")) if as_of else MEMORY_SELECTABLE),
     ]
     if within_horizon:
         conditions.append(memories.c.created_at >= bindparam("since"))
-    return (
-        select(memories)
-        .where(*conditions)
-        .order_by(memories.c.created_at.desc(), memories.c.id.desc())
-        .limit(bindparam("limit"))
-    )
+    # ``identity_id`` leads the order although it is one value here (NULL): PostgreSQL drops an
+    # order column equated to a parameter, but not one tested IS NULL, so only the wake's index
+    # gives this order without a sort, and a planner guessing at an unanalysed table cannot
+    # prefer walking the project's ``ix_memories_project_created`` with a filter.
+    order = [memories.c.created_at.desc(), memories.c.id.desc()]
+    if project_level:
+        order.insert(0, memories.c.identity_id.desc())
+    return select(memories).where(*conditions).order_by(*order).limit(bindparam("limit"))
 
 
 # Built once, keyed by (project level, within the horizon).
@@ -600,6 +878,28 @@ _WAKE_TIER = {
     for project_level in (False, True)
     for horizon in (False, True)
 }
+_WAKE_TIER_AS_OF = {
+    (project_level, horizon): _wake_tier(project_level, horizon, as_of=True)
+    for project_level in (False, True)
+    for horizon in (False, True)
+}
+
+
+def counts_as_of(
+    conn: Connection, project_id: str, focus_id: str | None, as_of: datetime
+) -> dict[str, int]:
+    """Memories per tier as they stood at ``as_of`` (the rule of ``select_for_wake``): the
+    focal identity's and the project-level ones, or without a focus the whole project's (the
+    sets the wake's counts cover). Counted from the rows: the database keeps counters of the
+    present only, and a wake as of a past time is asked for rarely, never cached."""
+    conditions = [memories.c.project_id == project_id, *_as_of_conditions(as_of)]
+    if focus_id is not None:
+        conditions.append(or_(memories.c.identity_id == focus_id, memories.c.identity_id.is_(None)))
+    rows = conn.execute(
+        select(memories.c.tier, func.count()).where(*conditions).group_by(memories.c.tier)
+    )
+    found = {tier: int(total) for tier, total in rows}
+    return {tier: found.get(tier, 0) for tier in TIERS}
 
 
 def apply_patch(expression: JsonObject, patch: JsonObject) -> JsonObject:
@@ -629,7 +929,17 @@ def apply_patch(expression: JsonObject, patch: JsonObject) -> JsonObject:
 def shaping(conn: Connection, identity: IdentityRow) -> JsonObject:
     """The declared expression, the effective one, and the elevated memories that shaped it
     (``shaped_by``, in elevation order)."""
-    rows = conn.execute(_SHAPING, {"identity": identity.id})
+    # One range of ix_memories_identity_tier per elevated tier, merged in elevation order: an
+    # equality on the tier is always an index condition, where ``tier IN (...)`` was left to a
+    # filter over all the identity's memories by a planner guessing at an unanalysed table.
+    rows = sorted(
+        (
+            row
+            for tier in ELEVATED
+            for row in conn.execute(_SHAPING, {"identity": identity.id, "tier": tier})
+        ),
+        key=lambda row: (row.elevated_at, row.id),
+    )
     declared = expression_view(identity.expression)
     effective = declared
     shaped_by = []
@@ -658,7 +968,13 @@ _SHAPING = (
         memories.c.expression_patch,
         _ELEVATED_AT.label("elevated_at"),
     )
-    .where(memories.c.identity_id == bindparam("identity"), memories.c.tier.in_(ELEVATED))
+    .where(
+        memories.c.identity_id == bindparam("identity"),
+        memories.c.tier == bindparam("tier"),
+        # A superseded version's patch no longer shapes the expression; a tombstone has none.
+        memories.c.superseded_at.is_(None),
+        memories.c.deleted_at.is_(None),
+    )
     .order_by(_ELEVATED_AT, memories.c.id)
 )
 

@@ -39,6 +39,7 @@ from sqlalchemy import (
     not_,
     select,
     table,
+    true,
 )
 from sqlalchemy.dialects.postgresql import TSVECTOR
 
@@ -187,6 +188,7 @@ _ROWS = table(
     column("tier", String),
     column("key", String),
     column("created_at", DateTime),
+    column("live", Boolean),
 )
 _PG = table(
     PG_TABLE,
@@ -196,6 +198,7 @@ _PG = table(
     column("tier", String),
     column("key", String),
     column("created_at", DateTime),
+    column("live", Boolean),
     column("document", TSVECTOR),
 )
 # The configuration as a literal: the statement names it, as the index does.
@@ -205,7 +208,8 @@ _SIMPLE: Any = literal_column("'simple'::regconfig")
 def _filters(names: Sequence[str], source: Any) -> list[Any]:
     """The project and the filters ``names`` on ``source``'s columns: the index's own copy
     of them (``search_index.MIRRORED``)."""
-    conditions: list[Any] = [source.c.project_id == bindparam("project")]
+    # Only what a default search finds: heads of chains, no tombstone, trusted (migration 0014).
+    conditions: list[Any] = [source.c.project_id == bindparam("project"), source.c.live == true()]
     for name in names:
         if name == "since":
             conditions.append(source.c.created_at >= bindparam("since", type_=DateTime))

@@ -136,6 +136,8 @@ _MEMORY_WHERE = (
     memories.c.project_id == bindparam("project"),
     memories.c.identity_id == bindparam("identity"),
     memories.c.tier == bindparam("tier"),
+    # A deleted memory is gone from the pulse as it was before tombstones (migration 0013).
+    memories.c.deleted_at.is_(None),
 )
 _MEMORY_LATEST = (
     select(memories.c.created_at)

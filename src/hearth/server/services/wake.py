@@ -96,11 +96,19 @@ class Scope:
 class _Build:
     """One build's inputs: the scope and the counters, read once and only if needed."""
 
-    def __init__(self, conn: Connection, project_id: str, scope: Scope, now: datetime) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        project_id: str,
+        scope: Scope,
+        now: datetime,
+        as_of: datetime | None = None,
+    ) -> None:
         self.conn = conn
         self.project_id = project_id
         self.scope = scope
         self.now = now
+        self.as_of = as_of  # what is remembered, as it stood then (docs/memory.md, History)
         self._counts: wake_counts.Counts | None = None
 
     @property
@@ -112,16 +120,24 @@ class _Build:
 
 
 def build(
-    conn: Connection, project_id: str, identity_id: str | None, *, now: datetime | None = None
+    conn: Connection,
+    project_id: str,
+    identity_id: str | None,
+    *,
+    now: datetime | None = None,
+    as_of: datetime | None = None,
 ) -> JsonObject:
     """The wake document of the project, focused on ``identity_id`` when given.
 
     ``identity_id`` must name an identity of this project (any other value is a 404, the same
     answer for another project's identity as for none). Without it the sole active identity is
     the focus; with several (or none) the wake covers the project with no focal identity.
+    With ``as_of``, what the wake remembers (``you_remember``'s memories and counts) is as it
+    stood at that time; the rest of the document is the present.
     """
     now = now or utcnow()
-    return assemble(project_id, build_sections(conn, project_id, identity_id, now=now), now)
+    sections = build_sections(conn, project_id, identity_id, now=now, as_of=as_of)
+    return assemble(project_id, sections, now)
 
 
 def build_sections(
@@ -131,6 +147,7 @@ def build_sections(
     *,
     now: datetime,
     kept: Mapping[str, Any] | None = None,
+    as_of: datetime | None = None,
 ) -> JsonObject:
     """The sections of the wake not in ``kept`` (sections of an earlier build that no change
     since touched; they must hold the scope, ``identities``, or be empty)."""
@@ -139,7 +156,7 @@ def build_sections(
     built: JsonObject = {}
     if scope is None:
         scope = built[SCOPE] = _scope(conn, project_id, identity_id)
-    work = _Build(conn, project_id, scope, now)
+    work = _Build(conn, project_id, scope, now, as_of)
     for name, builder in BUILDERS.items():
         if name not in kept:
             built[name] = builder(work)
@@ -363,9 +380,17 @@ def _remembered(work: _Build) -> JsonObject:
     one: the project-level selection, and the counts of the whole project."""
     conn, project_id, focus_id, now = work.conn, work.project_id, work.scope.focus_id, work.now
     selected = memory_service.select_for_wake(
-        conn, project_id, focus_id, MEMORY_LIMIT, now=now, include_project_level=True
+        conn,
+        project_id,
+        focus_id,
+        MEMORY_LIMIT,
+        now=now,
+        include_project_level=True,
+        as_of=work.as_of,
     )
-    if focus_id is None:
+    if work.as_of is not None:
+        counts = memory_service.counts_as_of(conn, project_id, focus_id, work.as_of)
+    elif focus_id is None:
         counts = wake_counts.memory_totals(conn, project_id)
     else:
         counts = work.counts.tiers([focus_id, wake_counts.PROJECT])
@@ -377,7 +402,9 @@ def _remembered(work: _Build) -> JsonObject:
         entries = conn.execute(
             _IDENTITY_CHRONICLE, {"identity": focus_id, "limit": CHRONICLE_LIMIT}
         ).all()
+    as_of: JsonObject = {} if work.as_of is None else {"as_of": iso(work.as_of)}
     return {
+        **as_of,
         "memories": [_memory(m) for m in selected],
         "counts": counts,
         "chronicle": [

@@ -362,9 +362,10 @@ def _keep(keep: JsonObject, names: dict[str, str]) -> list[str]:
 
 def _remember(remember: JsonObject, names: dict[str, str]) -> list[str]:
     counts = remember["counts"]
-    lines = [
-        "## You remember",
-        "",
+    lines = ["## You remember", ""]
+    if remember.get("as_of"):
+        lines += [f"As you remembered at {remember['as_of']} (the rest of this wake is now).", ""]
+    lines += [
         f"Memories: {counts.get('constitutive', 0)} constitutive, "
         f"{counts.get('foundational', 0)} foundational, {counts.get('episodic', 0)} episodic.",
         "",

@@ -9,7 +9,8 @@ The wake's attestations given get an index of their own (they read the project's
 
 The trigger SQL comes from ``db/counters.py`` (its ``COUNTED`` table, the one definition); a
 later change to what is counted is a new migration that drops these triggers and creates the
-new set.
+new set; so this one names the set as it was (``counters.COUNTED_0010``: 0013 changed what the
+memory count counts).
 
 Revision ID: 0010
 Revises: 0009
@@ -46,15 +47,15 @@ def upgrade() -> None:
     )
     # The driver's own SQL: text() would read "kind:tier" as a bind parameter.
     bind = op.get_bind()
-    for statement in counters.backfill_statements():
+    for statement in counters.backfill_statements(counters.COUNTED_0010):
         bind.exec_driver_sql(statement)
-    for statement in counters.create_statements(bind.dialect.name):
+    for statement in counters.create_statements(bind.dialect.name, counters.COUNTED_0010):
         bind.exec_driver_sql(statement)
 
 
 def downgrade() -> None:
     bind = op.get_bind()
-    for statement in counters.drop_statements(bind.dialect.name):
+    for statement in counters.drop_statements(bind.dialect.name, counters.COUNTED_0010):
         bind.exec_driver_sql(statement)
     op.drop_table("wake_counts")
     op.drop_index("ix_attestations_attester_created", table_name="attestations")
