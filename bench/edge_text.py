@@ -1,4 +1,4 @@
-"""What the edge's text rule (``hearth.server.edge_text``) costs a request.
+"""What the edge's text rule (``edge_text``, applied by ``edge_guard``) costs a request.
 
 Run ``.venv/bin/python bench/edge_text.py``. It is a measurement, not a test: it prints the
 figures and exits 0.
@@ -26,7 +26,7 @@ from typing import Any
 import httpx2
 from starlette.requests import Request
 
-from hearth.server import edge_text
+from hearth.server import edge_guard
 from hearth.server.app import create_app
 from hearth.server.settings import Settings
 
@@ -80,7 +80,7 @@ def _document(size: int, text: str) -> bytes:
 def dependency_alone() -> None:
     print("1. the dependency alone (us per request), beside json.loads of the same body")
     get = _request(b"", b"cursor=abc&limit=50&identity_id=01a20fcd")
-    alone = _per_call(lambda: edge_text.refuse_unstorable(get), 20_000)
+    alone = _per_call(lambda: edge_guard.refuse_unstorable(get), 20_000)
     print(f"   GET with 3 query items: {alone:8.2f}")
     for label, size, text in [
         ("1 KiB ASCII", 1024, "plain text"),
@@ -91,29 +91,29 @@ def dependency_alone() -> None:
         body = _document(size, text)
         request = _request(body)
         rounds = max(20, 2_000_000 // len(body))
-        rule = _per_call(lambda r=request: edge_text.refuse_unstorable(r), rounds)
+        rule = _per_call(lambda r=request: edge_guard.refuse_unstorable(r), rounds)
         parse = _per_call(lambda b=body: json.loads(b), rounds)
         print(f"   {label:16} rule {rule:9.2f}   json.loads {parse:9.2f}   {rule / parse:6.1%}")
     # The worst ordinary body: text holding a literal backslash-u0000 (written \\u0000 in JSON)
     # matches the byte scan, so the whole value is walked and found storable.
     literal = _request(_document(65_536, "C:\\u0000 is a path"))
-    walked = _per_call(lambda: edge_text.refuse_unstorable(literal), 200)
+    walked = _per_call(lambda: edge_guard.refuse_unstorable(literal), 200)
     print(f"   64 KiB walked (literal \\u0000 text): {walked:9.2f}")
 
 
 def whole_requests() -> None:
     print("2. whole requests in process (us per request, median of 5 x 2000)")
-    real = edge_text.refuse_unstorable
+    real = edge_guard.refuse_unstorable
 
     async def nothing(_connection: Any) -> None:
         return None
 
     for label, guard in [("with the rule", real), ("with a no-op", nothing)]:
-        edge_text.refuse_unstorable = guard  # type: ignore[assignment]
+        edge_guard.refuse_unstorable = guard  # type: ignore[assignment]
         try:
             print(f"   {label}: {_through_app()}")
         finally:
-            edge_text.refuse_unstorable = real
+            edge_guard.refuse_unstorable = real
 
 
 def _through_app() -> str:

@@ -66,6 +66,9 @@ from hearth.server.db.migrate import upgrade  # noqa: E402
 from hearth.server.db.tables import memories, projects  # noqa: E402
 from hearth.server.services import memories as memory_service  # noqa: E402
 from hearth.server.services import memory_search  # noqa: E402
+
+# What the bench's memories say of themselves: written through the API, trusted.
+API = memory_service.Provenance(channel="api")
 from mixed import DEFAULT_DATABASE, fresh_database  # noqa: E402
 
 P99_GOAL_MS = 50.0
@@ -137,6 +140,7 @@ async def evaluate(db: Database) -> dict[str, Any]:
             tier="episodic",
             key=None,
             grant=None,
+            provenance=API,
         )
         names[row.id] = name
     found = []
@@ -295,6 +299,7 @@ async def writes(db: Database, corpus: Corpus, project_id: str, count: int, roun
                 tier="episodic",
                 key="bench-write",
                 grant=None,
+                provenance=API,
             )
         return count / (time.perf_counter() - started)
 
