@@ -5,9 +5,10 @@ SQLite, and on PostgreSQL when SERVICE_TEST_DATABASE_URL is set."""
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -328,10 +329,16 @@ class Writer:
             conn.execute(update, {"tier": self.random.choice(TIERS)})
         elif choice < 91:
             conn.execute(update, {"identity_id": self.random.choice([None, self.identity_id])})
-        elif choice < 95:
+        elif choice < 93:
             conn.execute(
                 update, {"created_at": utcnow() - timedelta(days=self.random.randrange(99))}
             )
+        elif choice < 97:  # history's columns: superseded, deleted, untrusted, confirmed
+            column = self.random.choice(search_index.HISTORY_COLUMNS)
+            value: Any = self.random.random() < 0.5 if column == "untrusted" else None
+            if column != "untrusted" and self.random.random() < 0.5:
+                value = utcnow()
+            conn.execute(update, {column: value})
         else:  # a new id and a new tier in one statement: both triggers run
             conn.execute(update, {"id": str(uuid.uuid4()), "tier": self.random.choice(TIERS)})
 
@@ -346,10 +353,11 @@ def index_exact(live: Live) -> None:
         assert conn.exec_driver_sql(search_index.indexed_count_query(dialect)).scalar_one() == total
         rows = conn.execute(sa.select(memories.c.id, memories.c.key, memories.c.content)).all()
         # The index's copy of the columns a search filters and ranks on.
-        mirrored = ", ".join(search_index.MIRRORED)
+        mirrored = ", ".join((*search_index.MIRRORED, *search_index.HISTORY_COLUMNS))
         holder = search_index.PG_TABLE if dialect == "postgresql" else search_index.ROWS_TABLE
-        copy = conn.exec_driver_sql(f"SELECT memory_id, {mirrored} FROM {holder}")
-        kept = conn.exec_driver_sql(f"SELECT id, {mirrored} FROM memories")
+        copy = conn.exec_driver_sql(f"SELECT memory_id, {mirrored}, live FROM {holder}")
+        live_now = "superseded_at IS NULL AND deleted_at IS NULL AND untrusted = FALSE"
+        kept = conn.exec_driver_sql(f"SELECT id, {mirrored}, ({live_now}) FROM memories")
         assert sorted(map(tuple, copy)) == sorted(map(tuple, kept))
         for word in WORDS:
             expected = {r.id for r in rows if word in f"{r.key or ''} {r.content}".split()}
@@ -416,3 +424,46 @@ def test_a_default_search_finds_heads_trusted_and_never_a_tombstone(live: Live) 
         # A deleted head leaves a tombstone with its key: never found.
         assert client.delete(f"/v1/memories/{newer.json()['id']}").status_code == 204
     assert [h["memory"]["id"] for h in hits(owner, "colony")] == []
+
+
+def test_a_search_as_of_a_time_finds_the_memories_as_they_stood(live: Live) -> None:
+    owner, _project, _other = owner_and_other(live)
+
+    def moment() -> str:
+        # A point strictly between two writes: the service stamps each write with its own clock.
+        time.sleep(0.01)
+        at = datetime.now(UTC).isoformat()
+        time.sleep(0.01)
+        return at
+
+    before_all = moment()
+    old = owner.store("Wombat burrow under the shed")
+    first = moment()
+    with owner.client() as client:
+        newer = client.post(
+            "/v1/memories",
+            json={"content": "Wombat burrow moved to the orchard", "supersedes": old["id"]},
+        ).json()
+        told = client.post(
+            "/v1/memories", json={"content": "Wombat gossip from a visitor", "untrusted": True}
+        ).json()
+        second = moment()
+        assert client.post(f"/v1/memories/{told['id']}/confirm").status_code == 200
+        third = moment()
+
+        def found(at: str | None = None) -> set[str]:
+            params = {} if at is None else {"as_of": at}
+            return {h["memory"]["id"] for h in hits(owner, "wombat", **params)}
+
+        assert found(before_all) == set()
+        assert found(first) == {old["id"]}  # the version that was the head then
+        assert found(second) == {newer["id"]}  # the visitor's text not yet confirmed
+        assert found(third) == {newer["id"], told["id"]}
+        assert found() == found(third)
+        # A deleted memory has no text left to find, at any time.
+        assert client.delete(f"/v1/memories/{newer['id']}").status_code == 204
+        assert found(second) == set()
+        assert found(third) == {told["id"]}
+        # as_of needs a zone, like the listing's.
+        naive = search(owner, "wombat", as_of="2026-01-01T00:00:00")
+        assert naive.status_code == 422, naive.text

@@ -248,6 +248,9 @@ def search(  # noqa: PLR0917 - typer reads options from the signature
     mine: bool = typer.Option(False, "--mine", help="Only this home's identity's memories."),
     since: str | None = typer.Option(None, "--since", help="Only stored at or after (RFC 3339)."),
     until: str | None = typer.Option(None, "--until", help="Only stored before (RFC 3339)."),
+    as_of: str | None = typer.Option(
+        None, "--as-of", help="Among the memories as they stood then (RFC 3339 with a zone)."
+    ),
     limit: int = typer.Option(10, "--limit", min=1, max=200, help="How many, best first."),
     as_json: bool = typer.Option(False, "--json", help="One JSON array instead of a table."),
     home: Path | None = HOME_OPTION,
@@ -267,6 +270,7 @@ def search(  # noqa: PLR0917 - typer reads options from the signature
                     key=key,
                     since=since,
                     until=until,
+                    as_of=as_of,
                     cursor=cursor,
                     limit=min(limit - len(found), 50),
                 )

@@ -307,11 +307,13 @@ class MemoryCalls:
         key: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        as_of: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
     ) -> Call[MemorySearchPage]:
         """One page of the project's memories matching ``q`` (words, ``"quoted phrases"``,
-        ``prefix*``), best first; ``since`` and ``until`` are RFC 3339 times (docs/memory.md)."""
+        ``prefix*``), best first; ``since`` and ``until`` are RFC 3339 times, ``as_of`` one with
+        a zone: among the memories as they stood then (docs/memory.md)."""
         params = {"q": q} | {
             name: str(value)
             for name, value in (
@@ -320,6 +322,7 @@ class MemoryCalls:
                 ("key", key),
                 ("since", since),
                 ("until", until),
+                ("as_of", as_of),
                 ("cursor", cursor),
                 ("limit", limit),
             )

@@ -48,9 +48,12 @@ _NEW_MIRRORED = ", ".join(f"NEW.{c}" for c in MIRRORED)
 
 # Whether a default search finds a memory: the head of its chain, not a tombstone, and trusted
 # (migration 0013's columns; docs/memory.md, "History" and "Provenance"). Migration 0014 copies
-# it beside the index as ``live``, kept by the same triggers, so that a search filters on the
-# index's own rows as it does on the other copied columns.
-HISTORY_COLUMNS: Final = ("superseded_at", "deleted_at", "untrusted")
+# it beside the index as ``live``, and the history columns themselves for a search ``as_of`` a
+# time, kept by the same triggers, so that a search filters on the index's own rows as it does
+# on the other copied columns.
+HISTORY_COLUMNS: Final = ("superseded_at", "deleted_at", "untrusted", "confirmed_at")
+_HISTORY = ", ".join(HISTORY_COLUMNS)
+_NEW_HISTORY = ", ".join(f"NEW.{c}" for c in HISTORY_COLUMNS)
 
 
 def _live(row: str) -> str:
@@ -90,11 +93,10 @@ def _sqlite_triggers(live: bool) -> list[str]:
     copied = ("project_id", "identity_id", "tier", "created_at")
     watched = (*copied, *HISTORY_COLUMNS) if live else copied
     moved = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in watched)
-    copy = ", ".join(f"{c} = NEW.{c}" for c in copied) + (
-        f", live = {_live('NEW')}" if live else ""
-    )
-    columns = f"{_MIRRORED}, live" if live else _MIRRORED
-    values = f"{_NEW_MIRRORED}, {_live('NEW')}" if live else _NEW_MIRRORED
+    kept = (*copied, *HISTORY_COLUMNS) if live else copied
+    copy = ", ".join(f"{c} = NEW.{c}" for c in kept) + (f", live = {_live('NEW')}" if live else "")
+    columns = f"{_MIRRORED}, {_HISTORY}, live" if live else _MIRRORED
+    values = f"{_NEW_MIRRORED}, {_NEW_HISTORY}, {_live('NEW')}" if live else _NEW_MIRRORED
     return [
         "CREATE TRIGGER hearth_search_insert AFTER INSERT ON memories BEGIN"
         f" INSERT INTO {ROWS_TABLE} (memory_id, {columns}) VALUES (NEW.id, {values});"
@@ -140,8 +142,8 @@ def _postgresql_tables() -> list[str]:
 
 
 def _postgresql_triggers(live: bool) -> list[str]:
-    columns = f"{_MIRRORED}, live" if live else _MIRRORED
-    values = f"{_NEW_MIRRORED}, {_live('NEW')}" if live else _NEW_MIRRORED
+    columns = f"{_MIRRORED}, {_HISTORY}, live" if live else _MIRRORED
+    values = f"{_NEW_MIRRORED}, {_NEW_HISTORY}, {_live('NEW')}" if live else _NEW_MIRRORED
     body = (
         "BEGIN"
         f" IF TG_OP <> 'INSERT' THEN DELETE FROM {PG_TABLE} WHERE memory_id = OLD.id; END IF;"
@@ -183,19 +185,42 @@ def drop_trigger_statements(dialect: str) -> list[str]:
     ]
 
 
-def live_column_statements(dialect: str) -> list[str]:
-    """Migration 0014: the ``live`` copy beside the index, filled from the memories stored."""
-    table = PG_TABLE if dialect == "postgresql" else ROWS_TABLE
+def _added_columns(dialect: str) -> list[tuple[str, str]]:
+    moment = "TIMESTAMP WITHOUT TIME ZONE" if dialect == "postgresql" else "DATETIME"
     return [
-        f"ALTER TABLE {table} ADD COLUMN live BOOLEAN NOT NULL DEFAULT TRUE",
-        f"UPDATE {table} SET live = (SELECT {_live('m')} FROM memories m"
-        f" WHERE m.id = {table}.memory_id)",
+        ("superseded_at", moment),
+        ("deleted_at", moment),
+        ("untrusted", "BOOLEAN NOT NULL DEFAULT FALSE"),
+        ("confirmed_at", moment),
+        ("live", "BOOLEAN NOT NULL DEFAULT TRUE"),
     ]
+
+
+def live_column_statements(dialect: str) -> list[str]:
+    """Migration 0014: the history columns and ``live`` beside the index, filled from the
+    memories stored."""
+    table = PG_TABLE if dialect == "postgresql" else ROWS_TABLE
+    copied = ", ".join(f"{c} = m.{c}" for c in HISTORY_COLUMNS)
+    added = [
+        f"ALTER TABLE {table} ADD COLUMN {name} {kind}" for name, kind in _added_columns(dialect)
+    ]
+    if dialect == "postgresql":
+        fill = (
+            f"UPDATE {table} SET {copied}, live = {_live('m')} FROM memories m"
+            f" WHERE m.id = {table}.memory_id"
+        )
+    else:
+        fill = (
+            f"UPDATE {table} SET ({_HISTORY}, live) = (SELECT"
+            f" {', '.join(f'm.{c}' for c in HISTORY_COLUMNS)}, {_live('m')}"
+            f" FROM memories m WHERE m.id = {table}.memory_id)"
+        )
+    return [*added, fill]
 
 
 def drop_live_column_statements(dialect: str) -> list[str]:
     table = PG_TABLE if dialect == "postgresql" else ROWS_TABLE
-    return [f"ALTER TABLE {table} DROP COLUMN live"]
+    return [f"ALTER TABLE {table} DROP COLUMN {name}" for name, _ in _added_columns(dialect)]
 
 
 def backfill_statements(dialect: str) -> list[str]:

@@ -276,6 +276,10 @@ async def search_memories(  # noqa: PLR0917 - FastAPI reads query parameters fro
     until: Annotated[
         datetime | None, Query(description="only memories stored before this time")
     ] = None,
+    as_of: Annotated[
+        AsOf | None,
+        Query(description="among the memories as they stood at this time (RFC 3339, with a zone)"),
+    ] = None,
     cursor: Annotated[str | None, cursor_query(cursors.OFFSET_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=50, description="results per page")] = 20,
 ) -> JsonObject:
@@ -292,6 +296,7 @@ async def search_memories(  # noqa: PLR0917 - FastAPI reads query parameters fro
             key=key,
             since=naive_utc(since),
             until=naive_utc(until),
+            as_of=naive_utc(as_of),
             cursor=cursor,
             limit=limit,
         )

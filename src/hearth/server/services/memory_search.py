@@ -30,13 +30,16 @@ from sqlalchemy import (
     Float,
     Integer,
     String,
+    and_,
     bindparam,
     case,
     column,
+    false,
     func,
     literal,
     literal_column,
     not_,
+    or_,
     select,
     table,
     true,
@@ -178,6 +181,18 @@ def _words(text: str, position: int) -> list[str]:
 
 # --- the statements -----------------------------------------------------------------------------
 
+
+def _history_columns() -> list[Any]:
+    """The history columns migration 0014 copies beside the index, and ``live``."""
+    return [
+        column("superseded_at", DateTime),
+        column("deleted_at", DateTime),
+        column("untrusted", Boolean),
+        column("confirmed_at", DateTime),
+        column("live", Boolean),
+    ]
+
+
 _FTS = table(FTS_TABLE, column("rowid", Integer))
 _ROWS = table(
     ROWS_TABLE,
@@ -188,7 +203,7 @@ _ROWS = table(
     column("tier", String),
     column("key", String),
     column("created_at", DateTime),
-    column("live", Boolean),
+    *_history_columns(),
 )
 _PG = table(
     PG_TABLE,
@@ -198,7 +213,7 @@ _PG = table(
     column("tier", String),
     column("key", String),
     column("created_at", DateTime),
-    column("live", Boolean),
+    *_history_columns(),
     column("document", TSVECTOR),
 )
 # The configuration as a literal: the statement names it, as the index does.
@@ -208,10 +223,26 @@ _SIMPLE: Any = literal_column("'simple'::regconfig")
 def _filters(names: Sequence[str], source: Any) -> list[Any]:
     """The project and the filters ``names`` on ``source``'s columns: the index's own copy
     of them (``search_index.MIRRORED``)."""
-    # Only what a default search finds: heads of chains, no tombstone, trusted (migration 0014).
-    conditions: list[Any] = [source.c.project_id == bindparam("project"), source.c.live == true()]
+    conditions: list[Any] = [source.c.project_id == bindparam("project")]
+    if "as_of" not in names:
+        # What a default search finds: heads of chains, no tombstone, trusted (migration 0014).
+        conditions.append(source.c.live == true())
     for name in names:
-        if name == "since":
+        if name == "as_of":
+            # As the memories stood then, as the listing and the wake read them: created by
+            # then, not yet superseded, not deleted (a tombstone has no text left to find), and
+            # trusted then (born trusted, or confirmed by then).
+            at = bindparam("as_of", type_=DateTime)
+            conditions += [
+                source.c.created_at <= at,
+                or_(source.c.superseded_at.is_(None), source.c.superseded_at > at),
+                source.c.deleted_at.is_(None),
+                or_(
+                    and_(source.c.untrusted == false(), source.c.confirmed_at.is_(None)),
+                    source.c.confirmed_at <= at,
+                ),
+            ]
+        elif name == "since":
             conditions.append(source.c.created_at >= bindparam("since", type_=DateTime))
         elif name == "until":
             conditions.append(source.c.created_at < bindparam("until", type_=DateTime))
@@ -333,11 +364,13 @@ def search(
     key: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    as_of: datetime | None = None,
     cursor: str | None = None,
     limit: int = 20,
     now: datetime | None = None,
 ) -> cursors.Page:
-    """One page of the project's memories matching ``q``, best first (docs/memory.md)."""
+    """One page of the project's memories matching ``q``, best first (docs/memory.md); with
+    ``as_of``, among the memories as they stood then, their recency counted from then."""
     terms = parse(q)
     given: JsonObject = {
         name: value
@@ -347,11 +380,12 @@ def search(
             ("key", key),
             ("since", since),
             ("until", until),
+            ("as_of", as_of),
         )
         if value is not None
     }
     offset = cursors.decode_offset(cursor) if cursor is not None else 0
-    now = now or utcnow()
+    now = as_of or now or utcnow()
     dialect = conn.dialect.name
     names = tuple(given)
     if dialect == "postgresql":

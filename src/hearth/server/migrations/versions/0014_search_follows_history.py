@@ -2,7 +2,9 @@
 
 Migration 0012's index was made before memories had versions, tombstones and provenance
 (0013). This keeps ``live`` beside the index (SQLite's ``memory_search_rows``, PostgreSQL's
-``memory_search``): the head of its chain, not deleted, trusted, as the wake selects. The
+``memory_search``): the head of its chain, not deleted, trusted, as the wake selects; and copies
+of ``superseded_at``, ``deleted_at``, ``untrusted`` and ``confirmed_at``, for a search as of a
+time. The
 triggers are made again from ``hearth.server.db.search_index`` with ``live``, so every write,
 whoever makes it, keeps it exact in its own transaction; the memories already stored are read
 once here.
