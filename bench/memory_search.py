@@ -304,12 +304,13 @@ async def writes(db: Database, corpus: Corpus, project_id: str, count: int, roun
         return count / (time.perf_counter() - started)
 
     def drop_triggers(conn: Connection) -> None:
-        for statement in search_index.drop_statements(dialect):
-            if "TRIGGER" in statement or "hearth_search_index" in statement:
-                conn.exec_driver_sql(statement)
+        for statement in search_index.drop_trigger_statements(dialect):
+            conn.exec_driver_sql(statement)
 
     def make_triggers(conn: Connection) -> None:
-        for statement in search_index.trigger_statements(dialect):
+        # The head revision's triggers (migration 0014's, which keep ``live`` and the history
+        # columns), not 0012's.
+        for statement in search_index.trigger_statements(dialect, live=True):
             conn.exec_driver_sql(statement)
 
     def forget_writes(conn: Connection) -> None:
