@@ -34,9 +34,13 @@ def plant(directory: Path, *, age_s: float) -> Path:
     """A leftover temp file as a crashed upload leaves it, last changed ``age_s`` ago."""
     directory.mkdir(exist_ok=True)  # the upload made its shard (a store makes one on first use)
     path = directory / f"{TEMP_PREFIX}{secrets.token_hex(12)}"
-    path.write_bytes(b"half a block")
     moment = time.time() - age_s
-    os.utime(path, (moment, moment))
+    with path.open("wb") as leftover:
+        leftover.write(b"half a block")
+        leftover.flush()
+        # Aged through the open file: a sweep running every millisecond may unlink the name the
+        # moment it appears, and the file itself is still there to age.
+        os.utime(leftover.fileno(), (moment, moment))
     return path
 
 

@@ -467,3 +467,12 @@ def test_a_search_as_of_a_time_finds_the_memories_as_they_stood(live: Live) -> N
         # as_of needs a zone, like the listing's.
         naive = search(owner, "wombat", as_of="2026-01-01T00:00:00")
         assert naive.status_code == 422, naive.text
+        # A bound whose UTC is before year 1 (or after 9999) is the earliest (latest) time, not
+        # a 500 (schemathesis found the shape): on the search, the listing and the wake.
+        earliest, latest = "0001-01-01T01:00:00+10:00", "9999-12-31T23:00:00-10:00"
+        assert found(earliest) == set()
+        assert {h["memory"]["id"] for h in hits(owner, "wombat", since=earliest)} == found()
+        assert {h["memory"]["id"] for h in hits(owner, "wombat", until=latest)} == found()
+        listed = client.get("/v1/memories", params={"as_of": earliest})
+        assert (listed.status_code, listed.json()["items"]) == (200, [])
+        assert client.get("/v1/wake", params={"as_of": latest}).status_code == 200

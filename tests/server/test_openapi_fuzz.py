@@ -73,6 +73,11 @@ TOLERATED: dict[str, tuple[tuple[int, ...], str]] = {
         "the paying wallet's balance; new_name and display_name must be equal when both are sent",
     ),
     "POST /v1/templates/{template_id}/purchase": ((402,), "the paying wallet's balance"),
+    "GET /v1/memories/search": (
+        (422,),
+        "q must be read by the query language (closed quotes, a prefix of two letters or more, "
+        "at least one word): docs/memory.md",
+    ),
     "POST /v1/wallets/{wallet_id}/fund": ((402,), "the source wallet's balance"),
 }
 

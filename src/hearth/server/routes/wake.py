@@ -10,7 +10,6 @@ sections it was assembled from, are cached per process for a few seconds
 from __future__ import annotations
 
 import uuid
-from datetime import UTC
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -22,6 +21,7 @@ from ..models import AsOf
 from ..models_wake import WakeJson
 from ..services import wake as wake_service
 from ..services import wake_cache
+from ..services.times import naive_utc
 from ..services.wake_render import render
 from .common import errors
 
@@ -84,7 +84,8 @@ async def wake(  # noqa: PLR0917 - FastAPI reads query parameters from the signa
     focus = str(identity_id) if identity_id is not None else None
     if as_of is not None:
         # A wake of the past is asked for rarely and would only crowd the present's cache out.
-        at = as_of.astimezone(UTC).replace(tzinfo=None)
+        at = naive_utc(as_of)
+        assert at is not None
         past = await hearth.db.snapshot(wake_service.build, project_id, focus, as_of=at)
         body, media_type = render(past, format)
         return _answer(body, media_type, past["generated_at"], "refresh")

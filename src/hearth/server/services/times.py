@@ -21,7 +21,12 @@ def iso(moment: datetime | None) -> str | None:
 
 def naive_utc(moment: datetime | None) -> datetime | None:
     """A time from the wire as the naive UTC the tables store: one with an offset is converted,
-    one without is read as UTC."""
+    one without is read as UTC. A time whose UTC falls outside the years 1 to 9999 (the first
+    hours of year 1 east of Greenwich, the last of 9999 west of it) is the earliest or latest
+    time there is: as a bound of a filter it means the same, and it is not an error."""
     if moment is None or moment.tzinfo is None:
         return moment
-    return moment.astimezone(UTC).replace(tzinfo=None)
+    try:
+        return moment.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        return datetime.min if moment.year == 1 else datetime.max
