@@ -16,19 +16,22 @@ from rich.table import Table
 from hearth.adds import AddsError
 from hearth.adds.keys import load_ed25519_private_key
 from hearth.client import HearthError
-from hearth.client.memories import Memory, MemorySearchHit, attest_memory
+from hearth.client.memories import Memory, attest_memory
 from hearth.proofs import did_key_for_ed25519
 
 from .client_config import (
     BASE_URL_OPTION,
     HOME_OPTION,
     PASSPHRASE_FILE_OPTION,
+    ask,
     client_for,
+    gather,
     home_dir,
     http_failure,
     open_root_key,
     output,
     print_table,
+    require_profile,
     usage_error,
 )
 from .files import read_input
@@ -257,29 +260,25 @@ def search(  # noqa: PLR0917 - typer reads options from the signature
     base_url: str | None = BASE_URL_OPTION,
 ) -> None:
     """Search the project's memories, best first (docs/memory.md: the query and the ranking)."""
-    client, profile = client_for(home_dir(home), base_url)
-    found: list[MemorySearchHit] = []
-    cursor = None
-    with client:
-        try:
-            while len(found) < limit:
-                page = client.memory_search(
-                    query,
-                    identity_id=profile.identity_id if mine else None,
-                    tier=tier,
-                    key=key,
-                    since=since,
-                    until=until,
-                    as_of=as_of,
-                    cursor=cursor,
-                    limit=min(limit - len(found), 50),
-                )
-                found += page.items
-                cursor = page.next_cursor
-                if cursor is None or not page.items:
-                    break
-        except (HearthError, httpx2.HTTPError) as exc:
-            http_failure(exc)
+    mine_only = require_profile(home_dir(home)).identity_id if mine else None
+    found, profile = ask(
+        home,
+        base_url,
+        lambda client: gather(
+            lambda cursor, size: client.memory_search(
+                query,
+                identity_id=mine_only,
+                tier=tier,
+                key=key,
+                since=since,
+                until=until,
+                as_of=as_of,
+                cursor=cursor,
+                limit=min(size, 50),  # the search's page cap
+            ),
+            limit,
+        ),
+    )
     if as_json:
         typer.echo(json.dumps([asdict(hit) for hit in found], indent=2))
         return

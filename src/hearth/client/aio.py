@@ -11,8 +11,6 @@ from typing import Any, Literal, overload
 
 import httpx2
 
-from hearth import __version__
-
 from .aio_voice import AsyncVoiceStream
 from .calls import AsyncRunner
 from .core import CoreCalls
@@ -59,17 +57,7 @@ class AsyncHearthClient(
     client as a context manager, or call :meth:`close`. :meth:`from_env` and :meth:`from_home`
     find the service and the bearer for you.
 
-    This class runs the calls; they come from one mixin per resource family: the transport,
-    root proofs and authority from :class:`~hearth.client.core.CoreCalls`; registration, plans,
-    expressions, discovery and recovery from :class:`~hearth.client.identity.IdentityCalls`;
-    the porch, canon, orientation documents, health, metrics and package discovery from
-    :class:`~hearth.client.orientation.OrientationCalls`;
-    memories and the chronicle from :class:`~hearth.client.memories.MemoryCalls`; project
-    keys, backups, bootstrap and scaffold from :class:`~hearth.client.project.ProjectCalls`;
-    wallets, the vault, forks, templates, elevation, attestations, the pulse and the public
-    directory from :class:`~hearth.client.life.LifeCalls`; the wake and its voice from
-    :class:`~hearth.client.wake.WakeCalls`; runtimes, strands, thoughts (sealed and opened
-    here), the inbox and identity keys from :class:`~hearth.client.runtimes.RuntimeCalls`
+    Its calls, their arguments and their resource families are :class:`HearthClient`'s
     (docs/sdk.md lists every call). Each listing has an ``iter_*`` twin over all its pages.
     """
 
@@ -88,7 +76,7 @@ class AsyncHearthClient(
             base_url=self.base_url,
             timeout=timeout,
             transport=transport,
-            headers={"Accept": "application/json", "User-Agent": f"hearth-sdk/{__version__}"},
+            headers=self._default_headers(),
         )
 
     # -- lifecycle --

@@ -32,8 +32,6 @@ from typing import Any, Literal, overload
 
 import httpx2
 
-from hearth import __version__
-
 from .calls import SyncRunner
 from .core import CoreCalls
 from .errors import HearthError
@@ -104,7 +102,7 @@ class HearthClient(
             base_url=self.base_url,
             timeout=timeout,
             transport=transport,
-            headers={"Accept": "application/json", "User-Agent": f"hearth-sdk/{__version__}"},
+            headers=self._default_headers(),
         )
 
     # -- lifecycle --

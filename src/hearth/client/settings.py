@@ -64,6 +64,13 @@ class Settings:
 class FromSettings:
     """The two clients' constructors from settings, and what they share about their bearer."""
 
+    @staticmethod
+    def _default_headers() -> dict[str, str]:
+        """What every request of either client carries."""
+        from hearth import __version__  # noqa: PLC0415 - read lazily, as the package does
+
+        return {"Accept": "application/json", "User-Agent": f"hearth-sdk/{__version__}"}
+
     base_url: str
     _api_key: str | None
 

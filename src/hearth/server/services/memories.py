@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -366,27 +367,28 @@ _MARK_SUPERSEDED = (
 )
 
 
+def _walk(
+    conn: Connection, project_id: str, start: MemoryRow, link: Callable[[MemoryRow], str | None]
+) -> list[MemoryRow]:
+    """The versions ``link`` leads to from ``start``, nearest first (at most HISTORY_LIMIT)."""
+    found: list[MemoryRow] = []
+    step: MemoryRow | None = start
+    while step is not None and (next_id := link(step)) is not None:
+        if len(found) >= HISTORY_LIMIT:
+            break
+        step = _by_id(conn, project_id, next_id)
+        if step is not None:
+            found.append(step)
+    return found
+
+
 def history(conn: Connection, project_id: str, memory_id: str) -> list[JsonObject]:
     """Every version of the memory's chain, oldest first, the memory itself among them; a
     deleted version is its tombstone (content erased), and a tombstone's id walks its chain
     too. Each step is a primary-key lookup: both links are stored on the rows."""
     memory = find_version(conn, project_id, memory_id)
-    older: list[MemoryRow] = []
-    step = memory
-    while step.supersedes is not None and len(older) < HISTORY_LIMIT:
-        found = _by_id(conn, project_id, step.supersedes)
-        if found is None:
-            break
-        older.append(found)
-        step = found
-    newer: list[MemoryRow] = []
-    step = memory
-    while step.superseded_by is not None and len(newer) < HISTORY_LIMIT:
-        found = _by_id(conn, project_id, step.superseded_by)
-        if found is None:
-            break
-        newer.append(found)
-        step = found
+    older = _walk(conn, project_id, memory, lambda m: m.supersedes)
+    newer = _walk(conn, project_id, memory, lambda m: m.superseded_by)
     chain = [*reversed(older), memory, *newer]
     attestations = _attestations_of(conn, [m.id for m in chain if witnessed(m.tier)])
     now = utcnow()
