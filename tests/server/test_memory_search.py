@@ -177,19 +177,24 @@ def test_search_finds_ranks_filters_and_pages(live: Live) -> None:
     assert len(hits(owner, "password", until=later)) == len(hits(owner, "password"))
     assert search(owner, "password", identity_id=str(uuid.uuid4())).status_code == 404
 
-    # Pages: every match once, in order, then no cursor.
-    seen: list[str] = []
-    cursor = None
-    while True:
-        params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
-        response = search(owner, "the", **params)
-        assert response.status_code == 200, response.text
-        seen += [h["memory"]["id"] for h in response.json()["items"]]
-        cursor = response.json()["next_cursor"]
-        if cursor is None:
-            break
-    assert seen == [h["memory"]["id"] for h in hits(owner, "the", limit=50)]
-    assert len(seen) == len(set(seen)) > 3
+    # Pages: every match once, in order, then no cursor; with two terms, pages cross from the
+    # memories holding both to those holding one.
+    for q in ("the", "the password"):
+        seen: list[tuple[str, bool]] = []
+        cursor = None
+        while True:
+            params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
+            response = search(owner, q, **params)
+            assert response.status_code == 200, response.text
+            seen += [(h["memory"]["id"], h["all_terms"]) for h in response.json()["items"]]
+            cursor = response.json()["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == [(h["memory"]["id"], h["all_terms"]) for h in hits(owner, q, limit=50)]
+        assert len(seen) == len({i for i, _ in seen}) > 3
+    groups = [every for _, every in seen]
+    assert groups == sorted(groups, reverse=True)
+    assert groups.count(True) not in (0, len(groups))
 
     refused = search(owner, 'broken "phrase')
     assert refused.status_code == 422

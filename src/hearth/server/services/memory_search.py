@@ -9,9 +9,8 @@ no input can be a syntax error there, only a 422 ``invalid_search_query`` from h
 Ranking: every memory matching at least one term is a match. A memory that holds every term
 comes before every one that does not (``all_terms``); within each group the score decides:
 the text relevance (BM25 on SQLite, ``ts_rank`` on PostgreSQL) times the tier's boost times the
-recency factor of an episodic memory. Both are computed by the database over every match of
-the group, which returns one page: one statement when the first group fills the page, two (or
-three, past its end) otherwise. Every statement is held to the caller's project.
+recency factor of an episodic memory. The database ranks every match and returns one page
+joined to its memories, in one statement held to the caller's project.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
-    not_,
     or_,
     select,
     table,
@@ -270,57 +268,75 @@ def _factor(dialect: str, source: Any) -> Any:
     return case(*whens, else_=literal(1.0))
 
 
-def _leg(dialect: str, names: tuple[str, ...], *, every: bool, count: bool = False) -> Any:
-    """The matches of one group under the filters ``names``, best first, one page of them
-    (``limit``, ``offset``) as (memory id, score): with ``every``, the memories matching
-    ``match`` (every term); without, those matching ``match`` (some term) but not ``all``
-    (every term). With ``count``, how many there are instead."""
+def _ranked(dialect: str, names: tuple[str, ...], *, one_term: bool) -> Any:
+    """One page of the matches under the filters ``names`` (``limit``, ``offset``), as
+    (memory id, score, holds every term, created_at), in the ranking rule's order: the memories
+    matching ``all`` (every term) first, then those matching ``match`` (some term); each
+    group by score. With ``one_term``, ``match`` is the only term and every match holds it."""
     if dialect == "postgresql":
         query = func.to_tsquery(_SIMPLE, bindparam("match", type_=String))
         text: Any = func.ts_rank(_PG.c.document, query)
         source: Any = _PG
         columns = _PG
-        memory_id = _PG.c.memory_id
         conditions = [_PG.c.document.op("@@")(query)]
-        if not every:
-            every_term = func.to_tsquery(_SIMPLE, bindparam("all", type_=String))
-            conditions.append(not_(_PG.c.document.op("@@", return_type=Boolean)(every_term)))
+        every: Any = (
+            true()
+            if one_term
+            else _PG.c.document.op("@@", return_type=Boolean)(
+                func.to_tsquery(_SIMPLE, bindparam("all", type_=String))
+            )
+        )
     else:
         text = -func.bm25(literal_column(FTS_TABLE), *BM25_WEIGHTS, type_=Float)
         source = _FTS.join(_ROWS, _ROWS.c.rowid == _FTS.c.rowid)
         columns = _ROWS
-        memory_id = _ROWS.c.memory_id
         conditions = [literal_column(FTS_TABLE).op("MATCH")(bindparam("match"))]
-        if not every:
-            # A second cursor on the index: the memories holding every term, left out.
+        if one_term:
+            every = true()
+        else:
+            # A second cursor on the index, read once into a set: the rows holding every term.
             fts = _FTS.alias("every_term")
             holding = select(fts.c.rowid).where(
                 literal_column(f"every_term.{FTS_TABLE}").op("MATCH")(bindparam("all"))
             )
-            conditions.append(_FTS.c.rowid.not_in(holding))
+            every = _FTS.c.rowid.in_(holding)
     conditions += _filters(names, columns)
-    if count:
-        return select(func.count()).select_from(source).where(*conditions)
     score = (text * _factor(dialect, columns)).label("score")
+    every = every.label("every")
     return (
-        select(memory_id.label("id"), score)
+        select(columns.c.memory_id.label("id"), score, every, columns.c.created_at)
         .select_from(source)
         .where(*conditions)
-        .order_by(score.desc(), columns.c.created_at.desc(), memory_id.desc())
+        .order_by(
+            every.desc(), score.desc(), columns.c.created_at.desc(), columns.c.memory_id.desc()
+        )
         .limit(bindparam("limit"))
         .offset(bindparam("offset"))
     )
 
 
-# (dialect, filters given, group, counting) -> the statement: built once, as listings' are.
-_STATEMENTS: dict[tuple[str, tuple[str, ...], bool, bool], Any] = {}
+def _page(dialect: str, names: tuple[str, ...], one_term: bool) -> Any:
+    """The page's memories joined to their ranks, in the ranking's order: one statement per
+    search (``memories``, a wide row, is read for the page alone)."""
+    hits = _ranked(dialect, names, one_term=one_term).subquery("hits")
+    return (
+        select(memories, hits.c.score, hits.c.every)
+        .join_from(hits, memories, memories.c.id == hits.c.id)
+        .order_by(
+            hits.c.every.desc(), hits.c.score.desc(), hits.c.created_at.desc(), hits.c.id.desc()
+        )
+    )
 
 
-def _statement(dialect: str, names: tuple[str, ...], every: bool, count: bool = False) -> Any:
-    key = (dialect, names, every, count)
+# (dialect, filters given, one term) -> the statement: built once, as listings' are.
+_STATEMENTS: dict[tuple[str, tuple[str, ...], bool], Any] = {}
+
+
+def _statement(dialect: str, names: tuple[str, ...], one_term: bool) -> Any:
+    key = (dialect, names, one_term)
     statement = _STATEMENTS.get(key)
     if statement is None:
-        statement = _STATEMENTS[key] = _leg(dialect, names, every=every, count=count)
+        statement = _STATEMENTS[key] = _page(dialect, names, one_term)
     return statement
 
 
@@ -396,50 +412,28 @@ def search(
         some_match = " OR ".join(t.fts5() for t in terms)
     params: JsonObject = {**given, "project": project_id, "now": now}
 
-    # The rule: every memory holding every term, best first; then those holding some.
-    # One row past the page tells whether another page follows.
-    page = [
-        (row, True)
-        for row in conn.execute(
-            _statement(dialect, names, True),
-            {**params, "match": every_match, "limit": limit + 1, "offset": offset},
-        )
-    ]
-    if len(terms) > 1 and len(page) <= limit:
-        held = offset + len(page)
-        if not page and offset > 0:  # past the first group: how far it reached
-            held = conn.execute(
-                _statement(dialect, names, True, count=True), {**params, "match": every_match}
-            ).scalar_one()
-        rest = conn.execute(
-            _statement(dialect, names, False),
-            {
-                **params,
-                "match": some_match,
-                "all": every_match,
-                "limit": limit + 1 - len(page),
-                "offset": max(0, offset - held),
-            },
-        )
-        page += [(row, False) for row in rest]
-    more = len(page) > limit
-    page = page[:limit]
-    found = conn.execute(_BY_IDS, {"ids": [row.id for row, _ in page]})
-    rows = {row.id: MemoryRow.of(row._mapping) for row in found}
-    memories_of = [rows[row.id] for row, _ in page]  # one snapshot read both statements
+    # The rule: every memory holding every term, best first; then those holding some. One
+    # row past the page tells whether another page follows.
+    found = conn.execute(
+        _statement(dialect, names, len(terms) == 1),
+        {**params, "match": some_match, "all": every_match, "limit": limit + 1, "offset": offset},
+    ).all()
+    more = len(found) > limit
+    page = found[:limit]
+    columns = len(memories.c)
+    # The row's first columns are the memory's, in the table's order (test_typed_rows holds
+    # MemoryRow to that order).
+    memories_of = [MemoryRow(*row[:columns]) for row in page]
     attestations = _attestations_of(conn, [m.id for m in memories_of if witnessed(m.tier)])
     pattern = first_match(terms)
     items = [
         {
             "memory": view(memory, now, attestations.get(memory.id)),
             "score": round(float(row.score), 6),
-            "all_terms": all_terms,
+            "all_terms": bool(row.every),
             "snippet": snippet(memory.content, pattern),
         }
-        for memory, (row, all_terms) in zip(memories_of, page, strict=True)
+        for memory, row in zip(memories_of, page, strict=True)
     ]
     next_cursor = cursors.encode_offset(offset + limit) if more else None
     return cursors.Page(items, next_cursor)
-
-
-_BY_IDS = select(memories).where(memories.c.id.in_(bindparam("ids", expanding=True)))
