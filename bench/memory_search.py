@@ -32,6 +32,13 @@ a database the bench creates and drops):
    index stays exact), one memory per transaction through ``memories.store``, as
    ``POST /v1/memories`` writes one. Printed: writes per second of each and the slowdown.
 
+5. **The semantic leg.** The evaluation is also run fused with the meaning ranking (the
+   memories embedded with the real model); then every filled memory gets a random unit vector
+   (the ranking's cost does not depend on the values) and ``--semantic-searches`` queries are
+   timed fused and by full text alone, with the service's own ``SemanticKeeper``: the first
+   read of the project's vectors, each query's encoding and refresh, the cost of encoding a
+   memory with the real model.
+
 Goals (issue 18): search p99 under 50 ms at 100,000 memories; the service at 0.5 of the bare
 query's rate or more; writes at most 20 % slower with the index.
 """
@@ -57,14 +64,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the evaluation set is the tests' named data set
 
-from sqlalchemy import Connection, delete, text  # noqa: E402
+import numpy as np  # noqa: E402
+from sqlalchemy import Connection, delete, select, text  # noqa: E402
 from tests.support.memory_search_cases import KINDS, MEMORIES, QUESTIONS, score  # noqa: E402
 
 from hearth.server.db import Database, search_index  # noqa: E402
 from hearth.server.db.engine import utcnow  # noqa: E402
 from hearth.server.db.migrate import upgrade  # noqa: E402
-from hearth.server.db.tables import memories, projects  # noqa: E402
+from hearth.server.db.tables import memories, memory_embeddings, projects  # noqa: E402
+from hearth.server.semantic.encoder import MODEL_NAME, Encoder  # noqa: E402
+from hearth.server.semantic.keeper import SemanticKeeper  # noqa: E402
 from hearth.server.services import memories as memory_service  # noqa: E402
+from hearth.server.services import memory_embeddings as embeddings  # noqa: E402
 from hearth.server.services import memory_search  # noqa: E402
 
 # What the bench's memories say of themselves: written through the API, trusted.
@@ -128,9 +139,26 @@ def new_project(conn: Connection, name: str) -> str:
 # --- 1. the evaluation set ----------------------------------------------------------------------
 
 
-async def evaluate(db: Database) -> dict[str, Any]:
+def scores_of(found: list[tuple[Any, list[str]]]) -> dict[str, Any]:
+    scores = {}
+    for kind in KINDS:
+        s = score(kind, [(q, n) for q, n in found if q.kind == kind])
+        scores[kind] = {"questions": s.questions, "recall_at_5": s.recall_at_5, "mrr": s.mrr}
+    everything = score("all", found)
+    scores["all"] = {
+        "questions": everything.questions,
+        "recall_at_5": everything.recall_at_5,
+        "mrr": everything.mrr,
+    }
+    return scores
+
+
+async def evaluate(db: Database, encoder: Encoder) -> dict[str, Any]:
+    """The evaluation set by the full-text ranking alone, and fused with the meaning ranking
+    (the memories embedded as the service embeds them, each question encoded as it does)."""
     project_id = await db.transaction(new_project, "evaluation")
     names: dict[str, str] = {}
+    stored = []
     for name, content in MEMORIES.items():
         row = await db.transaction(
             memory_service.store,
@@ -143,21 +171,26 @@ async def evaluate(db: Database) -> dict[str, Any]:
             provenance=API,
         )
         names[row.id] = name
-    found = []
+        stored.append((row.id, content))
+    keeper = keeper_for(db, encoder)
+    await keeper.embed(stored)
+    lexical, fused = [], []
     for question in QUESTIONS:
         page = await db.snapshot(memory_search.search, project_id, question.q, limit=10)
-        found.append((question, [names[hit["memory"]["id"]] for hit in page.items]))
-    scores = {}
-    for kind in KINDS:
-        s = score(kind, [(q, n) for q, n in found if q.kind == kind])
-        scores[kind] = {"questions": s.questions, "recall_at_5": s.recall_at_5, "mrr": s.mrr}
-    everything = score("all", found)
-    scores["all"] = {
-        "questions": everything.questions,
-        "recall_at_5": everything.recall_at_5,
-        "mrr": everything.mrr,
-    }
-    return scores
+        lexical.append((question, [names[hit["memory"]["id"]] for hit in page.items]))
+        meaning = await keeper.meaning(project_id, question.q)
+        page = await db.snapshot(
+            memory_search.search, project_id, question.q, limit=10, meaning=meaning
+        )
+        fused.append((question, [names[hit["memory"]["id"]] for hit in page.items]))
+    return {"full_text": scores_of(lexical), "fused": scores_of(fused)}
+
+
+def keeper_for(db: Database, encoder: Encoder) -> SemanticKeeper:
+    """The service's own upkeep of the semantic leg, with the bench's loaded encoder."""
+    keeper = SemanticKeeper(db, interval=3600, capacity=1_000_000)
+    keeper._encoder = encoder
+    return keeper
 
 
 # --- 2. the fill --------------------------------------------------------------------------------
@@ -339,6 +372,77 @@ async def writes(db: Database, corpus: Corpus, project_id: str, count: int, roun
     }
 
 
+# --- 5. the semantic leg at scale ---------------------------------------------------------------
+
+
+async def semantic(
+    db: Database, corpus: Corpus, project_id: str, encoder: Encoder, count: int
+) -> dict[str, Any]:
+    """The fused search over the filled project, every memory given a vector: random unit
+    vectors (the exact scan reads and multiplies every candidate's vector, so its cost does not
+    depend on their values, and embedding 100,000 memories for real would take half an hour),
+    beside the full-text search alone on the same queries; and the cost of encoding, per query
+    and per memory, with the real model."""
+    rng = np.random.default_rng(18)
+
+    def ids_of(conn: Connection) -> list[str]:
+        rows = conn.execute(select(memories.c.id).where(memories.c.project_id == project_id))
+        return [row.id for row in rows]
+
+    ids = await db.snapshot(ids_of)
+    started = time.perf_counter()
+    for start in range(0, len(ids), BATCH):
+        chunk = ids[start : start + BATCH]
+        vectors = rng.standard_normal((len(chunk), 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        rows = [
+            {
+                "memory_id": i,
+                "project_id": project_id,
+                "model": MODEL_NAME,
+                "vector": embeddings.to_bytes(v),
+            }
+            for i, v in zip(chunk, vectors, strict=True)
+        ]
+        await db.transaction(lambda conn, rows=rows: conn.execute(memory_embeddings.insert(), rows))
+    fill_s = time.perf_counter() - started
+    keeper = keeper_for(db, encoder)
+    started = time.perf_counter()
+    await keeper.meaning(project_id, "warm")  # the first search of a project reads its vectors
+    load_s = time.perf_counter() - started
+    texts = [corpus.content() for _ in range(64)]
+    started = time.perf_counter()
+    encoder.encode(texts)
+    encode_memory_ms = (time.perf_counter() - started) * 1000 / len(texts)
+    fused_ms, alone_ms, meaning_ms = [], [], []
+    for q in [corpus.query() for _ in range(count)]:
+        started = time.perf_counter()
+        meaning = await keeper.meaning(project_id, q)
+        meaning_ms.append((time.perf_counter() - started) * 1000)
+        alone_ms += await timed(
+            [lambda q=q: db.snapshot(memory_search.search, project_id, q, limit=PAGE)]
+        )
+        fused_ms += await timed(
+            [
+                lambda q=q, m=meaning: db.snapshot(
+                    memory_search.search, project_id, q, limit=PAGE, meaning=m
+                )
+            ]
+        )
+    return {
+        "vectors": len(ids),
+        "vector_fill_s": fill_s,
+        "vector_load_s": load_s,
+        "fused_p50": quantile(fused_ms, 0.5),
+        "fused_p99": quantile(fused_ms, 0.99),
+        "full_text_p50": quantile(alone_ms, 0.5),
+        "full_text_p99": quantile(alone_ms, 0.99),
+        "meaning_p50": quantile(meaning_ms, 0.5),
+        "meaning_p99": quantile(meaning_ms, 0.99),
+        "encode_memory_ms": encode_memory_ms,
+    }
+
+
 # --- the run ------------------------------------------------------------------------------------
 
 
@@ -355,7 +459,8 @@ async def run_backend(url: str, args: argparse.Namespace) -> dict[str, Any]:
     db = Database(url)
     try:
         await upgrade(db.engine)
-        evaluation = await evaluate(db)
+        encoder = Encoder()
+        evaluation = await evaluate(db, encoder)
         corpus = Corpus(seed=18)
         project_id, fill_rate = await fill(db, corpus, args.memories)
 
@@ -367,6 +472,7 @@ async def run_backend(url: str, args: argparse.Namespace) -> dict[str, Any]:
         search = await searches(db, corpus, project_id, args.searches, args.rounds)
         write = await writes(db, corpus, project_id, args.writes, args.rounds)
         assert await db.snapshot(indexed) == held, "the write phases left the index inexact"
+        meaning = await semantic(db, corpus, project_id, encoder, args.semantic_searches)
         return {
             "memories": args.memories,
             "indexed": held,
@@ -374,6 +480,7 @@ async def run_backend(url: str, args: argparse.Namespace) -> dict[str, Any]:
             "evaluation": evaluation,
             "search": search,
             "writes": write,
+            "semantic": meaning,
             "goals": {
                 "p99_under_50_ms": search["service_p99"] < P99_GOAL_MS,
                 "rate_ratio_at_least_0_5": search["rate_ratio"] >= RATE_GOAL,
@@ -395,11 +502,15 @@ def report(result: dict[str, Any]) -> str:
             f"\n{backend}: {r['memories']:,} memories ({r['indexed']:,} indexed, "
             f"filled at {r['fill_per_s']:,.0f} rows/s)"
         )
-        lines.append("  evaluation: kind            questions  recall@5   MRR")
-        for kind, e in r["evaluation"].items():
+        lines.append(
+            "  evaluation: kind            questions  recall@5   MRR  | fused: recall@5   MRR"
+        )
+        fused = r["evaluation"]["fused"]
+        for kind, e in r["evaluation"]["full_text"].items():
+            f = fused[kind]
             lines.append(
                 f"              {kind:<15} {e['questions']:>9}  {e['recall_at_5']:>8.2f}"
-                f"  {e['mrr']:>5.2f}"
+                f"  {e['mrr']:>5.2f}  |        {f['recall_at_5']:>8.2f}  {f['mrr']:>5.2f}"
             )
         lines.append(
             f"  search (service): p50 {s['service_p50']:.2f} ms, p99 {s['service_p99']:.2f} ms"
@@ -410,6 +521,14 @@ def report(result: dict[str, Any]) -> str:
             f"  writes: {w['with_index_per_s']:,.0f}/s with the index, "
             f"{w['without_index_per_s']:,.0f}/s without: {w['slowdown']:+.1%} slower "
             f"(goal <= {WRITE_SLOWDOWN_GOAL:.0%})"
+        )
+        m = r["semantic"]
+        lines.append(
+            f"  semantic leg ({m['vectors']:,} vectors): fused search p50 {m['fused_p50']:.2f} ms,"
+            f" p99 {m['fused_p99']:.2f} ms (full text alone: p50 {m['full_text_p50']:.2f},"
+            f" p99 {m['full_text_p99']:.2f}); a query's encoding and the vectors' refresh p50"
+            f" {m['meaning_p50']:.1f} ms, p99 {m['meaning_p99']:.1f}; encoding a memory"
+            f" {m['encode_memory_ms']:.1f} ms; first read of the vectors {m['vector_load_s']:.2f} s"
         )
         goals = ", ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in r["goals"].items())
         lines.append(f"  goals: {goals}")
@@ -422,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--writes", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--semantic-searches", type=int, default=100)
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--database-url", default=DEFAULT_DATABASE)
     parser.add_argument("--json", action="store_true")

@@ -1,6 +1,7 @@
 """bench/memory_search.py runs end to end on both databases: a short run exits 0 and reports
-the evaluation per kind, search latency beside the bare index query, and write rates with and
-without the index, leaving the index exact.
+the evaluation per kind (full text alone and fused with the semantic leg), search latency beside
+the bare index query, write rates with and without the index, leaving the index exact, and the
+semantic leg's latency.
 
 Behaviour only: the figures are not judged (that is what the bench is for), except the
 evaluation's exact keywords, whose floor tests/server/test_memory_search.py holds. Skipped
@@ -22,6 +23,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "memory_search.py"
 def test_a_short_run_reports_every_figure_on_both_databases() -> None:
     database = database_url_or_skip()
     small = ["--memories", "400", "--searches", "5", "--writes", "5", "--rounds", "1"]
+    small += ["--semantic-searches", "3"]
     run = subprocess.run(
         [sys.executable, str(BENCH), "--json", *small, "--database-url", database],
         capture_output=True,
@@ -35,15 +37,25 @@ def test_a_short_run_reports_every_figure_on_both_databases() -> None:
     for backend in report["backends"].values():
         assert backend["memories"] == 400
         assert backend["indexed"] >= 400  # and the evaluation's own memories
-        assert set(backend["evaluation"]) == {
-            "exact",
-            "paraphrase",
-            "name",
-            "date",
-            "multilingual",
-            "all",
-        }
-        assert backend["evaluation"]["exact"]["recall_at_5"] > 0
+        for ranking in ("full_text", "fused"):
+            assert set(backend["evaluation"][ranking]) == {
+                "exact",
+                "paraphrase",
+                "name",
+                "date",
+                "multilingual",
+                "all",
+            }
+            assert backend["evaluation"][ranking]["exact"]["recall_at_5"] > 0
+        evaluation = backend["evaluation"]
+        assert (
+            evaluation["fused"]["paraphrase"]["recall_at_5"]
+            > evaluation["full_text"]["paraphrase"]["recall_at_5"]
+        )
+        meaning = backend["semantic"]
+        assert meaning["vectors"] == 400
+        for figure in ("fused_p50", "fused_p99", "meaning_p50", "encode_memory_ms"):
+            assert meaning[figure] > 0, figure
         search = backend["search"]
         for figure in ("service_p50", "service_p99", "bare_p50", "bare_p99", "rate_ratio"):
             assert search[figure] > 0, figure

@@ -49,6 +49,7 @@ from .routes import (
 )
 from .routes import chronicle as chronicle_routes
 from .routes import memories as memory_routes
+from .semantic.keeper import SemanticKeeper
 from .services import wake_cache, wake_stamps
 from .services.adds_node import AddsNode
 from .services.block_sweep import BlockSweeper
@@ -96,6 +97,15 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
             breaker_s=settings.redis_breaker_seconds,
             stamp=wake_stamps.stamper(db, on_failure=wake_cache.forget),
         ),
+        semantic=(
+            SemanticKeeper(
+                db,
+                interval=settings.semantic_catch_up_seconds,
+                capacity=settings.semantic_cache_vectors,
+            )
+            if settings.semantic_search
+            else None
+        ),
     )
     # The in-process orchestrator worker, while the app runs.
     worker: Worker | None = None
@@ -132,6 +142,8 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
             age=settings.blocks_sweep_age_seconds,
         )
         await sweeper.start()
+        if hearth.semantic is not None:
+            await hearth.semantic.start()
         log.info(
             "service_started",
             version=__version__,
@@ -143,6 +155,8 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         try:
             yield
         finally:
+            if hearth.semantic is not None:
+                await hearth.semantic.stop()
             await sweeper.stop()
             await hearth.adds.records.stop()
             if worker is not None:

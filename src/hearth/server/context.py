@@ -21,6 +21,7 @@ from .events import EventBus
 from .limiter import Limiter
 from .observability import Metrics
 from .packages import PackageCatalog
+from .semantic.keeper import SemanticKeeper
 from .services.adds_node import AddsNode
 from .settings import Settings
 
@@ -83,3 +84,5 @@ class Hearth:
     joy: JoyIndex
     adds: AddsNode
     events: EventBus
+    # The semantic leg of memory search, when settings.semantic_search is on.
+    semantic: SemanticKeeper | None = None

@@ -585,12 +585,19 @@ class MemorySearchHit(BaseModel):
     memory: MemoryView
     score: float = Field(
         description="text relevance times the tier's boost and an episodic memory's recency "
-        "factor (docs/memory.md); comparable within one search only"
+        "factor (docs/memory.md); with semantic search on, the reciprocal-rank fusion of the "
+        "full-text and meaning rankings; comparable within one search only"
     )
     all_terms: bool = Field(
         description="the memory holds every term of the query: such hits always come first"
     )
-    snippet: str = Field(description="the content around the first match")
+    similarity: float | None = Field(
+        default=None,
+        description="the cosine of the memory's and the query's embeddings when semantic search "
+        'is on and the memory is among the nearest (docs/memory.md, "Semantic search"); '
+        "else null",
+    )
+    snippet: str = Field(description="the content around the first match, or its beginning")
 
 
 class MemorySearchPage(BaseModel):

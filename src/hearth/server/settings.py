@@ -90,6 +90,16 @@ class Settings(BaseSettings):
     blocks_sweep_interval_seconds: float = Field(default=600.0, gt=0)
     blocks_sweep_age_seconds: float = Field(default=3600.0, ge=0)
 
+    # The semantic leg of memory search (docs/memory.md, "Semantic search"): off by default; on,
+    # the service embeds memories with all-MiniLM-L6-v2 (the 'semantic' extra) and fuses the
+    # meaning ranking with the full-text one. Memories written around the service are embedded
+    # at start and then every interval.
+    semantic_search: bool = False
+    semantic_catch_up_seconds: float = Field(default=30.0, gt=0)
+    # Vectors a process keeps in memory for searching (1.5 kB each; the least recently searched
+    # projects are dropped beyond it): 250,000 is about 384 MB.
+    semantic_cache_vectors: int = Field(default=250_000, ge=1)
+
     # The voice stream (GET /v1/wake/voice): seconds between `welcome` events (spec: about 15),
     # and how many changes may wait for a slow client before its stream is ended.
     voice_welcome_seconds: float = Field(default=15.0, gt=0, le=3600)

@@ -234,6 +234,30 @@ memories = Table(
     Index("ix_memories_identity_elevated", "identity_id", "elevated_at", "id"),
 )
 
+
+# The semantic leg of memory search (docs/memory.md, "Semantic search", migration 0015): one
+# unit vector per memory, little-endian float32, under the model that made it. ``seq`` orders
+# the vectors as they were written, so a process keeping a project's vectors in memory reads
+# only the new ones. A memory deleted for good takes its vector with it (the foreign key); a
+# tombstone's is deleted by a trigger when its content is erased: a vector says what the text
+# said.
+memory_embeddings = Table(
+    "memory_embeddings",
+    metadata,
+    Column("seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column(
+        "memory_id",
+        UUID,
+        ForeignKey("memories.id", ondelete="CASCADE"),
+        nullable=False,
+        unique=True,
+    ),
+    Column("project_id", UUID, nullable=False),
+    Column("model", String(64), nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+    Index("ix_memory_embeddings_project_seq", "project_id", "model", "seq"),
+)
+
 # What the wake may select: the head of a chain, not a tombstone, trusted. The wake's queries
 # and this partial index state it with the same terms, so SQLite (which matches a partial
 # index's terms literally) and PostgreSQL both read the wake's selection from the index alone,

@@ -187,6 +187,8 @@ async def store(
         ),
         supersedes=auth.memory,
     )
+    if hearth.semantic is not None:  # found by meaning too, before the answer says stored
+        await hearth.semantic.embed([(row.id, row.content)])
     view = memories.view(row, row.created_at)
     return {**view, "binding": "identity" if auth.identity else "project"}
 
@@ -299,8 +301,13 @@ async def search_memories(  # noqa: PLR0917 - FastAPI reads query parameters fro
             as_of=naive_utc(as_of),
             cursor=cursor,
             limit=limit,
+            meaning=meaning,
         )
 
+    meaning = None
+    if hearth.semantic is not None:
+        memory_search.parse(q)  # an unreadable query is refused before any encoding
+        meaning = await hearth.semantic.meaning(caller.project_id, q)
     page = await hearth.db.snapshot(run)
     return page.body()
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -64,6 +64,23 @@ SNIPPET_CHARS: Final = 160
 # episodic memory's factor falls from 1 when stored towards 0.5 (0.75 at 30 days old).
 TIER_BOOST: Final = {"episodic": 1.0, "foundational": 1.25, "constitutive": 1.5}
 RECENCY_FLOOR: Final = 0.5
+
+# The semantic leg (docs/memory.md, "Semantic search"): the nearest FUSION_DEPTH memories by
+# meaning and at least as many of the full-text ranking are fused by reciprocal-rank fusion,
+# each ranking adding 1 / (RRF_K + rank) to a memory's score (k = 60, as Cormack, Clarke and
+# Büttcher proposed it).
+FUSION_DEPTH: Final = 100
+RRF_K: Final = 60
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """The query's meaning under ``model``: ``nearest(n)`` gives up to n memories of the
+    project nearest it (id, cosine), best first, whether or not a search may return them; a
+    search given one keeps those it may and fuses the two rankings."""
+
+    model: str
+    nearest: Callable[[int], list[tuple[str, float]]]
 
 
 def words_of(text: str) -> list[str]:
@@ -328,15 +345,32 @@ def _page(dialect: str, names: tuple[str, ...], one_term: bool) -> Any:
     )
 
 
-# (dialect, filters given, one term) -> the statement: built once, as listings' are.
-_STATEMENTS: dict[tuple[str, tuple[str, ...], bool], Any] = {}
+def _admitted(dialect: str, names: tuple[str, ...]) -> Any:
+    """Which of the memories ``ids`` a search under the filters ``names`` may return: the
+    semantic leg's candidates held to the full-text leg's filters, on the index's rows."""
+    columns = _PG if dialect == "postgresql" else _ROWS
+    return select(columns.c.memory_id).where(
+        columns.c.memory_id.in_(bindparam("ids", expanding=True)), *_filters(names, columns)
+    )
 
 
-def _statement(dialect: str, names: tuple[str, ...], one_term: bool) -> Any:
-    key = (dialect, names, one_term)
+# (kind, dialect, filters given, one term) -> the statement: built once, as listings' are.
+_STATEMENTS: dict[tuple[str, str, tuple[str, ...], bool], Any] = {}
+
+
+def _build(kind: str, dialect: str, names: tuple[str, ...], one_term: bool) -> Any:
+    if kind == "ranked":
+        return _ranked(dialect, names, one_term=one_term)
+    if kind == "admitted":
+        return _admitted(dialect, names)
+    return _page(dialect, names, one_term)
+
+
+def _statement(dialect: str, names: tuple[str, ...], one_term: bool, kind: str = "page") -> Any:
+    key = (kind, dialect, names, one_term)
     statement = _STATEMENTS.get(key)
     if statement is None:
-        statement = _STATEMENTS[key] = _page(dialect, names, one_term)
+        statement = _STATEMENTS[key] = _build(kind, dialect, names, one_term)
     return statement
 
 
@@ -384,9 +418,11 @@ def search(
     cursor: str | None = None,
     limit: int = 20,
     now: datetime | None = None,
+    meaning: Meaning | None = None,
 ) -> cursors.Page:
     """One page of the project's memories matching ``q``, best first (docs/memory.md); with
-    ``as_of``, among the memories as they stood then, their recency counted from then."""
+    ``as_of``, among the memories as they stood then, their recency counted from then; with
+    ``meaning``, the full-text and the meaning rankings fused."""
     terms = parse(q)
     given: JsonObject = {
         name: value
@@ -411,6 +447,16 @@ def search(
         every_match = " AND ".join(t.fts5() for t in terms)
         some_match = " OR ".join(t.fts5() for t in terms)
     params: JsonObject = {**given, "project": project_id, "now": now}
+    if meaning is not None:
+        matches = {"match": some_match, "all": every_match}
+        return _fused(
+            conn,
+            terms,
+            names=names,
+            params={**params, **matches},
+            meaning=meaning,
+            window=(offset, limit),
+        )
 
     # The rule: every memory holding every term, best first; then those holding some. One
     # row past the page tells whether another page follows.
@@ -431,9 +477,91 @@ def search(
             "memory": view(memory, now, attestations.get(memory.id)),
             "score": round(float(row.score), 6),
             "all_terms": bool(row.every),
+            "similarity": None,
             "snippet": snippet(memory.content, pattern),
         }
         for memory, row in zip(memories_of, page, strict=True)
     ]
     next_cursor = cursors.encode_offset(offset + limit) if more else None
     return cursors.Page(items, next_cursor)
+
+
+def _fused(
+    conn: Connection,
+    terms: Sequence[Term],
+    *,
+    names: tuple[str, ...],
+    params: JsonObject,
+    meaning: Meaning,
+    window: tuple[int, int],
+) -> cursors.Page:
+    """One page of the fusion of the full-text ranking (to a depth reaching past the page) and
+    the ``FUSION_DEPTH`` nearest memories by meaning, under the same filters. The rule holds:
+    every memory holding every term comes first, then the rest, each group by fused score.
+    Pages are consistent: a memory the full-text ranking reaches only at a deeper page has a
+    fused score below every memory already fused."""
+    dialect = conn.dialect.name
+    offset, limit = window
+    depth = max(FUSION_DEPTH, offset + limit + 1)
+    ranked = conn.execute(
+        _statement(dialect, names, len(terms) == 1, "ranked"),
+        {**params, "limit": depth + 1, "offset": 0},
+    ).all()
+    deeper = len(ranked) > depth
+    near = _nearest_admitted(conn, _statement(dialect, names, False, "admitted"), params, meaning)
+    fused: dict[str, float] = {}
+    every: dict[str, bool] = {}
+    for rank, row in enumerate(ranked[:depth], 1):
+        fused[row.id] = 1 / (RRF_K + rank)
+        every[row.id] = bool(row.every)
+    similarity: dict[str, float] = {}
+    for rank, (memory_id, cosine) in enumerate(near, 1):
+        fused[memory_id] = fused.get(memory_id, 0.0) + 1 / (RRF_K + rank)
+        similarity[memory_id] = cosine
+    # A memory found by meaning alone holds no term, or (when every memory the full-text
+    # ranking reached so far holds every term) comes after them until a deeper page reaches it.
+    order = sorted(fused, key=lambda i: (not every.get(i, False), -fused[i], i))
+    chosen = order[offset : offset + limit]
+    more = deeper or len(order) > offset + limit
+    rows = {row.id: MemoryRow.of(row._mapping) for row in conn.execute(_BY_IDS, {"ids": chosen})}
+    memories_of = [rows[i] for i in chosen]
+    attestations = _attestations_of(conn, [m.id for m in memories_of if witnessed(m.tier)])
+    pattern = first_match(terms)
+    now = params["now"]
+    assert isinstance(now, datetime)
+    items = [
+        {
+            "memory": view(memory, now, attestations.get(memory.id)),
+            "score": round(fused[memory.id], 6),
+            "all_terms": every.get(memory.id, False),
+            "similarity": round(similarity[memory.id], 6) if memory.id in similarity else None,
+            "snippet": snippet(memory.content, pattern),
+        }
+        for memory in memories_of
+    ]
+    return cursors.Page(items, cursors.encode_offset(offset + limit) if more else None)
+
+
+def _nearest_admitted(
+    conn: Connection, admitted: Any, params: JsonObject, meaning: Meaning
+) -> list[tuple[str, float]]:
+    """The ``FUSION_DEPTH`` memories nearest the query that the search may return: the
+    nearest of the project, four times as many as needed, then sixteen, and so on, until
+    enough are admitted or none is left."""
+    wanted = FUSION_DEPTH * 2
+    while True:
+        near = meaning.nearest(wanted)
+        found: set[str] = set()
+        ids = [memory_id for memory_id, _ in near]
+        for start in range(0, len(ids), ADMIT_CHUNK):
+            chunk = ids[start : start + ADMIT_CHUNK]
+            found.update(conn.execute(admitted, {**params, "ids": chunk}).scalars())
+        kept = [(memory_id, cosine) for memory_id, cosine in near if memory_id in found]
+        if len(kept) >= FUSION_DEPTH or len(near) < wanted:
+            return kept[:FUSION_DEPTH]
+        wanted *= 4
+
+
+ADMIT_CHUNK = 500  # ids per statement: well under every driver's limit on parameters
+
+_BY_IDS = select(memories).where(memories.c.id.in_(bindparam("ids", expanding=True)))
