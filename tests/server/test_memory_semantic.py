@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
+from hearth.client import HearthClient
 from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import memories, memory_embeddings
 from hearth.server.semantic.encoder import MODEL_NAME, Encoder
@@ -131,6 +132,13 @@ def test_paraphrases_are_found_and_exact_keywords_still_first(live: Live) -> Non
     without = score("paraphrase", [(q, n) for q, n in alone if q.kind == "paraphrase"])
     assert paraphrase.recall_at_5 > without.recall_at_5
     assert paraphrase.recall_at_5 >= 0.3
+
+    api_key = owner.reg["project"]["api_key"]
+    with HearthClient(live.base_url, api_key=api_key) as client:  # the SDK reads it too
+        best = client.memory_search("who owes me money", limit=3).items
+    assert names[best[0].memory.id] == "loan"
+    assert best[0].similarity is not None
+    assert best[0].similarity > 0.3
 
     meant = hits(owner, "who owes me money")
     loan = next(h for h in meant if names.get(h["memory"]["id"]) == "loan")

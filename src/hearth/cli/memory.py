@@ -287,6 +287,8 @@ def search(  # noqa: PLR0917 - typer reads options from the signature
         table.add_column(column, overflow="fold")
     for hit in found:
         marker = "" if hit.all_terms else " (some terms)"
+        if hit.similarity is not None:
+            marker += f" (meaning {hit.similarity:.2f})"
         table.add_row(
             escape(hit.memory.id),
             hit.memory.tier,

@@ -141,13 +141,15 @@ class MemoryPage:
 @dataclass(frozen=True)
 class MemorySearchHit:
     """One result of a memory search: the memory, its ``score`` (comparable within one search),
-    whether it holds every term of the query (such hits come first), and the content around
-    the first match."""
+    whether it holds every term of the query (such hits come first), the content around the
+    first match, and, when the service's semantic search is on and the memory is among the
+    nearest by meaning, the cosine ``similarity`` (else None)."""
 
     memory: Memory
     score: float
     all_terms: bool
     snippet: str
+    similarity: float | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MemorySearchHit:
@@ -157,6 +159,9 @@ class MemorySearchHit:
             score=float(score) if isinstance(score, int | float) else 0.0,
             all_terms=bool(data.get("all_terms")),
             snippet=_str(data, "snippet"),
+            similarity=float(similarity)
+            if isinstance(similarity := data.get("similarity"), int | float)
+            else None,
         )
 
 
