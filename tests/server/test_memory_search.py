@@ -4,6 +4,7 @@ SQLite, and on PostgreSQL when SERVICE_TEST_DATABASE_URL is set."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 import uuid
@@ -17,9 +18,10 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hearth.server.db import search_index
+from hearth.server.db import Database, search_index
 from hearth.server.db.engine import utcnow
-from hearth.server.db.tables import memories
+from hearth.server.db.migrate import upgrade
+from hearth.server.db.tables import memories, projects
 from hearth.server.errors import ProblemsError
 from hearth.server.memory_tiers import TIERS
 from hearth.server.services import cursors, memory_search
@@ -481,3 +483,72 @@ def test_a_search_as_of_a_time_finds_the_memories_as_they_stood(live: Live) -> N
         listed = client.get("/v1/memories", params={"as_of": earliest})
         assert (listed.status_code, listed.json()["items"]) == (200, [])
         assert client.get("/v1/wake", params={"as_of": latest}).status_code == 200
+
+
+def test_the_shortcut_ranks_as_the_full_ranking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's shortcut (the best by text relevance first, ``memory_search._top_first``)
+    answers every page with the same memories, scores and groups as the full ranking, which
+    a filter that admits everything forces; and it does answer, most of the time."""
+    url = f"sqlite+aiosqlite:///{tmp_path}/shortcut.sqlite3"
+    asyncio.run(_migrated(url))
+    rng = random.Random(18)
+    vocabulary = [f"w{i}" for i in range(40)]
+    weights = [1 / (i + 1) for i in range(40)]
+    now = utcnow()
+
+    def seed(conn: sa.Connection) -> str:
+        project_id, other = str(uuid.uuid4()), str(uuid.uuid4())
+        for pid in (project_id, other):
+            conn.execute(
+                projects.insert(),
+                {"id": pid, "name": pid[:8], "origin": "test", "created_at": now},
+            )
+        rows = []
+        for i in range(1000):
+            words = rng.choices(vocabulary, weights, k=rng.randint(2, 30))
+            made = now - timedelta(days=rng.randrange(400), minutes=i)
+            owner = project_id if i % 7 else other
+            rows.append(_row(owner, rng.choice(TIERS), " ".join(words), made))
+        conn.execute(memories.insert(), rows)
+        return project_id
+
+    project_id = in_db(url, seed)
+    answered = []
+    shortcut = memory_search._top_first
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = shortcut(*args, **kwargs)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(memory_search, "_top_first", counted)
+    # Few candidates, so that the bound decides often and narrowly.
+    monkeypatch.setattr(memory_search, "TOP_FIRST", 24)
+    long_ago = datetime(1970, 1, 1)
+
+    def compare(conn: sa.Connection) -> None:
+        for _ in range(100):
+            memory_search._skipping.clear()
+            q = " ".join(rng.sample(vocabulary[:25], rng.randint(1, 3)))
+            offset, limit = rng.choice([(0, 3), (0, 5), (2, 4), (6, 5), (0, 20), (40, 20)])
+            cursor = cursors.encode_offset(offset) if offset else None
+            fast = memory_search.search(conn, project_id, q, cursor=cursor, limit=limit, now=now)
+            full = memory_search.search(
+                conn, project_id, q, cursor=cursor, limit=limit, now=now, since=long_ago
+            )
+            assert fast.body() == full.body(), (q, offset, limit)
+
+    in_db(url, compare, write=False)
+    # Half the calls are the full ranking's (a filter: the shortcut declines at once); of the
+    # others, most were answered by the shortcut, and held.
+    assert answered.count(True) > 50
+
+
+async def _migrated(url: str) -> None:
+    db = Database(url)
+    try:
+        await upgrade(db.engine)
+    finally:
+        await db.dispose()

@@ -460,27 +460,37 @@ def search(
 
     # The rule: every memory holding every term, best first; then those holding some. One
     # row past the page tells whether another page follows.
-    found = conn.execute(
-        _statement(dialect, names, len(terms) == 1),
-        {**params, "match": some_match, "all": every_match, "limit": limit + 1, "offset": offset},
-    ).all()
-    more = len(found) > limit
-    page = found[:limit]
-    columns = len(memories.c)
-    # The row's first columns are the memory's, in the table's order (test_typed_rows holds
-    # MemoryRow to that order).
-    memories_of = [MemoryRow(*row[:columns]) for row in page]
+    matches = {"match": some_match, "all": every_match}
+    one_term = len(terms) == 1
+    ranked = _top_first(conn, project_id, one_term, {**params, **matches}, (offset, limit))
+    page: list[_Hit]
+    if ranked is not None:
+        page, more = ranked[:limit], len(ranked) > limit
+        read = conn.execute(_BY_IDS, {"ids": [hit.id for hit in page]})
+        by_id = {row.id: MemoryRow.of(row._mapping) for row in read}
+        memories_of = [by_id[hit.id] for hit in page]
+    else:
+        found = conn.execute(
+            _statement(dialect, names, one_term),
+            {**params, **matches, "limit": limit + 1, "offset": offset},
+        ).all()
+        more = len(found) > limit
+        page = [_Hit(row.id, row.score, bool(row.every)) for row in found[:limit]]
+        columns = len(memories.c)
+        # The row's first columns are the memory's, in the table's order (test_typed_rows
+        # holds MemoryRow to that order).
+        memories_of = [MemoryRow(*row[:columns]) for row in found[:limit]]
     attestations = _attestations_of(conn, [m.id for m in memories_of if witnessed(m.tier)])
     pattern = first_match(terms)
     items = [
         {
             "memory": view(memory, now, attestations.get(memory.id)),
-            "score": round(float(row.score), 6),
-            "all_terms": bool(row.every),
+            "score": round(float(hit.score), 6),
+            "all_terms": hit.every,
             "similarity": None,
             "snippet": snippet(memory.content, pattern),
         }
-        for memory, row in zip(memories_of, page, strict=True)
+        for memory, hit in zip(memories_of, page, strict=True)
     ]
     next_cursor = cursors.encode_offset(offset + limit) if more else None
     return cursors.Page(items, next_cursor)
@@ -540,6 +550,118 @@ def _fused(
         for memory in memories_of
     ]
     return cursors.Page(items, cursors.encode_offset(offset + limit) if more else None)
+
+
+# --- SQLite's shortcut: the best by text relevance first ---------------------------------------
+
+# The largest factor a memory's score can have (the tier's boost; recency only lowers it).
+_MOST: Final = max(TIER_BOOST.values())
+TOP_FIRST: Final = 256  # candidates by text relevance the shortcut starts from
+_MISSES_BEFORE_REST: Final = 16  # after a miss, a project's searches skip the shortcut this long
+_skipping: dict[str, int] = {}
+
+
+@dataclass(frozen=True)
+class _Hit:
+    """A ranked memory: its id, score and whether it holds every term."""
+
+    id: str
+    score: float
+    every: bool
+
+
+def _top_first(
+    conn: Connection,
+    project_id: str,
+    one_term: bool,
+    params: JsonObject,
+    window: tuple[int, int],
+) -> list[_Hit] | None:
+    """The page (and one more) by the ranking rule, on SQLite with no filter but the project's,
+    from the ``TOP_FIRST`` matches of best text relevance alone; or None when those cannot
+    prove the page, and the full ranking must decide.
+
+    Ranking every match costs a lookup of its copied columns (project, tier, time, live) per
+    match, about as much again as FTS5's own ``bm25()`` over them (docs/performance.md,
+    "Memory search"). But a score is the relevance times a factor of at most ``_MOST``: once the
+    page's last memory scores above ``_MOST`` times the least relevance among the candidates,
+    no memory outside them can rank on the page, and only the candidates need their columns.
+    The memories holding every term (an ``AND`` match: few, and cheap) are ranked whole first,
+    as the rule puts them first. Exact: the same order, scores and pages as the full ranking
+    (tests/server/test_memory_search.py compares the two)."""
+    if conn.dialect.name != "sqlite" or params.keys() - {"project", "now", "match", "all"}:
+        return None
+    skipped = _skipping.get(project_id, 0)
+    if skipped:
+        _skipping[project_id] = skipped - 1
+        return None
+    offset, limit = window
+    wanted = offset + limit + 1
+    every: list[_Hit] = []
+    if not one_term:
+        every = [
+            _Hit(row.id, float(row.score), True)
+            for row in conn.execute(
+                _statement("sqlite", (), True, "ranked"),
+                {**params, "match": params["all"], "limit": wanted, "offset": 0},
+            )
+        ]
+        if len(every) == wanted:
+            return every[offset:]
+    needed = wanted - len(every)
+    found = conn.execute(_TOP[one_term], {**params, "k": TOP_FIRST, "needed": needed}).all()
+    rest = [_Hit(row.id, float(row.score), one_term) for row in found if row.id is not None]
+    # Every candidate counted, and the least relevant of them, whether or not admitted.
+    if found and found[0].candidates == TOP_FIRST:  # more matches may lie beyond them
+        least = -float(found[0].least)
+        if len(rest) < needed or rest[needed - 1].score <= _MOST * least:
+            _skipping[project_id] = _MISSES_BEFORE_REST
+            return None
+    return (every + rest)[offset:]
+
+
+def _top_statement(one_term: bool) -> Any:
+    """Among the ``k`` matches of ``match`` best by text relevance alone (``b``, FTS5's
+    ``bm25()``, lower is better), the ``needed`` best by score that the project's search may
+    return and that do not hold every term (those are ranked apart), each row also carrying
+    how many candidates there were and the least relevance among them. A row with a null id
+    stands for a candidate not admitted, after the others."""
+    relevance = func.bm25(literal_column(FTS_TABLE), *BM25_WEIGHTS, type_=Float).label("b")
+    top = (
+        select(_FTS.c.rowid, relevance)
+        .where(literal_column(FTS_TABLE).op("MATCH")(bindparam("match")))
+        .order_by(relevance)
+        .limit(bindparam("k"))
+        .subquery("top")
+    )
+    # The same arithmetic as _ranked's score: (-bm25) times the factor.
+    score = ((-top.c.b) * _factor("sqlite", _ROWS)).label("score")
+    admitted = [_ROWS.c.rowid == top.c.rowid, *_filters((), _ROWS)]
+    if not one_term:
+        fts = _FTS.alias("every_term")
+        holding = select(fts.c.rowid).where(
+            literal_column(f"every_term.{FTS_TABLE}").op("MATCH")(bindparam("all"))
+        )
+        admitted.append(top.c.rowid.not_in(holding))
+    return (
+        select(
+            _ROWS.c.memory_id.label("id"),
+            score,
+            func.count().over().label("candidates"),
+            func.max(top.c.b).over().label("least"),
+        )
+        .select_from(top.outerjoin(_ROWS, and_(*admitted)))
+        .order_by(
+            _ROWS.c.memory_id.is_(None),  # the admitted first
+            score.desc(),
+            _ROWS.c.created_at.desc(),
+            _ROWS.c.memory_id.desc(),
+        )
+        .limit(bindparam("needed"))
+    )
+
+
+_TOP = {one_term: _top_statement(one_term) for one_term in (False, True)}
 
 
 def _nearest_admitted(
