@@ -245,13 +245,22 @@ class MemoryCalls:
         supersedes: str | None = None,
         untrusted: bool = False,
         root_key: Ed25519PrivateKey | None = None,
+        channel: str | None = None,
     ) -> Call[Memory]:
         """Store a memory (episodic unless ``tier``); with ``supersedes``, as the next version
         of that memory (the head of its chain, bound as this one is); ``untrusted`` for content
         from outside the project. A foundational memory of an agent_root identity, or a new
-        version of its elevated memory, needs ``root_key``: the proof is made automatically."""
+        version of its elevated memory, needs ``root_key``: the proof is made automatically.
+        ``channel`` is the provenance the caller declares: ``api`` (the default) or ``mcp`` for
+        a store made for an MCP host (``hearth mcp``); no other channel can be claimed."""
         body: dict[str, Any] = {"content": content}
-        optional = {"type": tier, "agent_id": agent_id, "key": key, "supersedes": supersedes}
+        optional = {
+            "type": tier,
+            "agent_id": agent_id,
+            "key": key,
+            "supersedes": supersedes,
+            "channel": channel,
+        }
         body.update({name: value for name, value in optional.items() if value is not None})
         if untrusted:
             body["untrusted"] = True

@@ -179,8 +179,13 @@ MEMORY_CHANNEL_MEANINGS: Final[dict[MemoryChannel, str]] = {
     "api": "Stored through the HTTP API with the project bearer (POST /v1/memories).",
     "runtime": "Stored by a runtime during a think cycle; the memory names the runtime.",
     "import": "Copied in from elsewhere: a fork's inheritance or an import of a backup.",
-    "mcp": "Stored through the MCP bridge (reserved: no MCP bridge writes memories yet).",
+    "mcp": "Stored through hearth's MCP server: the service's /mcp endpoint, or `hearth mcp` "
+    "declaring it on POST /v1/memories.",
 }
+
+# What a caller may declare on POST /v1/memories: how it wrote. `runtime` and `import` are the
+# service's own to record (a runtime's route, a fork), never a caller's claim.
+ClaimedChannel = Literal["api", "mcp"]
 
 
 # --- the published canon -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from pydantic import (
 from hearth.proofs.encoding import b64_pattern
 
 from . import body_rules
-from .canon import ChronicleKind, Form, MemoryChannel, Visibility
+from .canon import ChronicleKind, ClaimedChannel, Form, MemoryChannel, Visibility
 from .json_types import JsonObject
 from .memory_tiers import INITIAL_TIER, TIERS, ElevatedTier, Tier
 
@@ -473,6 +473,12 @@ class MemoryCreate(Strict):
         default=False,
         description="the content came from outside the project (a message, a page): kept out "
         "of the wake and the default listing until confirmed",
+    )
+    channel: ClaimedChannel = Field(
+        default="api",
+        description="how the caller wrote it, kept in provenance: `api` (default), or `mcp` for "
+        "a store made for an MCP host (`hearth mcp`); `runtime` and `import` are the service's "
+        "own to record",
     )
 
     @model_validator(mode="after")
