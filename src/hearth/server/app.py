@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 from fastapi import Depends, FastAPI
+from starlette.routing import Route
 
 from hearth import __version__
 
@@ -23,6 +24,8 @@ from .db import Database
 from .db.migrate import upgrade
 from .events import EventBus
 from .limiter import make_limiter
+from .mcp_http import PATH as MCP_PATH
+from .mcp_http import McpEndpoint
 from .middleware import ServiceMiddleware
 from .observability import Metrics, configure_logging
 from .packages import PackageCatalog
@@ -97,6 +100,9 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
             stamp=wake_stamps.stamper(db, on_failure=wake_cache.forget),
         ),
     )
+    # hearth's MCP server, Streamable HTTP (mcp_http.py, docs/mcp.md): its transport runs while
+    # the app does.
+    mcp_endpoint = McpEndpoint(hearth)
     # The in-process orchestrator worker, while the app runs.
     worker: Worker | None = None
     # Every change bumps its project's stamp (the bus's `stamp` hook), which keeps every
@@ -117,6 +123,8 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         # new public address or provider id issues one new record (services/provider_record.py).
         await hearth.adds.records.start()
         await hearth.events.start()
+        mcp_running = mcp_endpoint.running()
+        await mcp_running.__aenter__()
         if worker_in_process:
             from .bridge import hub_for  # noqa: PLC0415
 
@@ -143,6 +151,7 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         try:
             yield
         finally:
+            await mcp_running.__aexit__(None, None, None)
             await sweeper.stop()
             await hearth.adds.records.stop()
             if worker is not None:
@@ -180,6 +189,9 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         app.include_router(module.router)
     for module in (strands, inbox, bridge):
         app.include_router(module.router)
+    # A Starlette route, not a FastAPI one: the MCP endpoint is its own protocol (JSON-RPC), kept
+    # out of the OpenAPI document, and authenticates its bearer itself.
+    app.router.routes.append(Route(MCP_PATH, mcp_endpoint, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(
         ServiceMiddleware,
         body_limit=_body_limits(settings),
