@@ -327,7 +327,9 @@ class ClientBackend:
             if format == "md":
                 return await self._client.wake("md", identity_id=self._config.identity_id)
             document = await self._client.wake("json", identity_id=self._config.identity_id)
-        return json.dumps(document, ensure_ascii=False)
+        # The service's greeting and tutor decorate every JSON answer; they are not the wake's.
+        wake = {k: v for k, v in document.items() if k not in ("_welcomed", "_tutor")}
+        return json.dumps(wake, ensure_ascii=False)
 
     async def expression(self) -> Json:
         target = self._identity(None)
