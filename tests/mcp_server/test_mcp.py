@@ -278,3 +278,17 @@ def test_print_config_names_this_home(world: World) -> None:
     assert block["command"].endswith("hearth")
     assert block["args"] == ["mcp", "--home", str(world.home.resolve())]
     assert world.bearer not in result.stdout
+
+
+def test_json_rpc_answers_carry_nothing_but_json_rpc(world: World) -> None:
+    """The service greets every JSON answer with ``_welcomed``; a JSON-RPC envelope admits no
+    other member, and strict clients refuse one."""
+    message = {"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {}}
+    headers = {
+        "Authorization": f"Bearer {world.bearer}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    answer = httpx2.post(f"{world.live.base_url}/mcp", json=message, headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert set(answer.json()) == {"jsonrpc", "id", "result"}
