@@ -14,7 +14,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from hearth.client import HearthClient
+from hearth.client import HearthClient, HearthError
 from tests.support.cli_homes import PASSPHRASE, home_with_identity, ok, run
 from tests.support.live import Live, live_on
 from tests.support.mcp_hosts import (
@@ -292,3 +292,34 @@ def test_json_rpc_answers_carry_nothing_but_json_rpc(world: World) -> None:
     answer = httpx2.post(f"{world.live.base_url}/mcp", json=message, headers=headers)
     assert answer.status_code == 200, answer.text
     assert set(answer.json()) == {"jsonrpc", "id", "result"}
+
+
+def test_the_chronicle_is_written_and_read_through_both_transports(world: World) -> None:
+    async def write_and_read() -> tuple[dict[str, Any], dict[str, Any], Any]:
+        async with (
+            stdio_session(world.home) as stdio,
+            http_session(world.live.base_url, world.bearer) as http,
+        ):
+            vow = await call_ok(stdio, "chronicle_write", {"kind": "vow", "text": "To listen."})
+            joy = await call_ok(http, "chronicle_write", {"kind": "joy", "text": "First light."})
+            listed = await call_ok(http, "chronicle_list", {"limit": 5})
+            reserved = await stdio.call_tool("chronicle_write", {"kind": "refusal", "text": "x"})
+            return vow, joy, (listed, reserved)
+
+    vow, joy, (listed, reserved) = asyncio.run(write_and_read())
+    ids = [entry["id"] for entry in listed["items"]]
+    assert ids[:2] == [joy["entry"]["id"], vow["entry"]["id"]]
+    assert vow["entry"]["agent_id"] == world.identity
+    # No caller writes what the service alone records: the schema stops it here, the service
+    # (422 chronicle_kind_reserved) behind it.
+    assert reserved.is_error
+    assert structured(reserved)["error"] == "invalid_arguments"
+    with world.sdk() as sdk:
+        entries = {e.id: e for e in sdk.iter_chronicle(kind="vow")}
+        assert entries[vow["entry"]["id"]].details == {
+            "channel": "mcp",
+            "api_key_id": entries[vow["entry"]["id"]].details["api_key_id"],  # type: ignore[index]
+        }
+        with pytest.raises(HearthError) as refused:
+            sdk.chronicle_write("refusal", "A forged refusal.")
+    assert (refused.value.status, refused.value.error) == (422, "chronicle_kind_reserved")

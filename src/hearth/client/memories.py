@@ -405,6 +405,30 @@ class MemoryCalls:
         )
 
     @op
+    def chronicle_write(
+        self: Transport,
+        kind: str,
+        text: str,
+        *,
+        agent_id: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        channel: str | None = None,
+    ) -> Call[ChronicleEntry]:
+        """Write a chronicle entry about ``agent_id`` (else the project): any kind but
+        ``refusal``, ``seal`` and ``note``, which the service alone writes. The entry's
+        ``details`` record who wrote it (``channel``, ``api_key_id``)."""
+        body: dict[str, Any] = {"kind": kind, "text": text}
+        optional = {
+            "agent_id": agent_id,
+            "details": dict(details) if details is not None else None,
+            "channel": channel,
+        }
+        body.update({name: value for name, value in optional.items() if value is not None})
+        return ChronicleEntry.from_json(
+            _obj((yield from self._json("POST", "/v1/chronicle", body=body)))
+        )
+
+    @op
     def chronicle(
         self: Transport,
         *,

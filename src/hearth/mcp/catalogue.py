@@ -195,6 +195,39 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         idempotent=True,
     ),
     ToolSpec(
+        "chronicle_write",
+        "Write in the chronicle",
+        "Write an entry in the chronicle about this identity: a vow, a promise, a naming, joy, "
+        "grief, gratitude, rest, a closing. Refusals, seals and notes are the service's own.",
+        _schema(
+            {
+                "kind": {
+                    "type": "string",
+                    "enum": [
+                        "vow",
+                        "wake",
+                        "recognition",
+                        "naming",
+                        "promise",
+                        "closing",
+                        "joy",
+                        "grief",
+                        "gratitude",
+                        "rest",
+                    ],
+                },
+                "text": {"type": "string", "minLength": 1, "maxLength": 4000},
+                "project_level": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "About the project, not the identity.",
+                },
+            },
+            ("kind", "text"),
+        ),
+        read_only=False,
+    ),
+    ToolSpec(
         "inbox_send",
         "Send an inbox message",
         "Send a message to an identity of the project (default: this one); its idle runtimes wake.",

@@ -94,6 +94,13 @@ async def _chronicle(backend: Backend, args: dict[str, Any]) -> types.CallToolRe
     return shaping.chronicle_result(entries)
 
 
+async def _write(backend: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    entry = await backend.chronicle_write(
+        args["kind"], args["text"], project_level=args["project_level"]
+    )
+    return shaping.entry_result(entry)
+
+
 async def _send(backend: Backend, args: dict[str, Any]) -> types.CallToolResult:
     message = await backend.inbox_send(
         args["body"], sender=args["sender"], identity_id=args.get("identity_id")
@@ -128,6 +135,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "memory_supersede": _supersede,
     "memory_elevate": _elevate,
     "chronicle_list": _chronicle,
+    "chronicle_write": _write,
     "inbox_send": _send,
     "inbox_read": _inbox,
     "runtimes_list": _runtimes,

@@ -26,6 +26,7 @@ from mcp_types import CallToolResult, TextContent
 __all__ = [
     "UNTRUSTED_NOTE",
     "chronicle_result",
+    "entry_result",
     "inbox_result",
     "memory_fields",
     "memory_result",
@@ -172,6 +173,14 @@ def chronicle_result(entries: Iterable[Mapping[str, Any]]) -> CallToolResult:
     return ok(
         "\n".join([f"{len(items)} chronicle entries, newest first", *lines]), {"items": items}
     )
+
+
+def entry_result(entry: Mapping[str, Any]) -> CallToolResult:
+    item = _pick(entry, _CHRONICLE_FIELDS)
+    text = (
+        f"wrote {item['kind']} entry {item['id']}: {json.dumps(item['text'], ensure_ascii=False)}"
+    )
+    return ok(text, {"entry": item})
 
 
 def inbox_result(messages: Iterable[Mapping[str, Any]]) -> CallToolResult:

@@ -294,6 +294,12 @@ class ClientBackend:
             page = await self._client.chronicle(kind=kind, agent_id=identity_id, limit=limit)
         return [_plain(entry) for entry in page.items]
 
+    async def chronicle_write(self, kind: str, text: str, *, project_level: bool) -> Json:
+        agent_id = None if project_level else self._config.identity_id
+        async with self._asking():
+            entry = await self._client.chronicle_write(kind, text, agent_id=agent_id, channel="mcp")
+        return _plain(entry)  # type: ignore[no-any-return]
+
     async def inbox_send(self, body: str, *, sender: str, identity_id: str | None) -> Json:
         target = self._identity(identity_id)
         async with self._asking():

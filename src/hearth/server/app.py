@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -123,8 +123,9 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         # new public address or provider id issues one new record (services/provider_record.py).
         await hearth.adds.records.start()
         await hearth.events.start()
-        mcp_running = mcp_endpoint.running()
-        await mcp_running.__aenter__()
+        # Entered here and left first on the way out, whatever happens in between.
+        mcp_running = AsyncExitStack()
+        await mcp_running.enter_async_context(mcp_endpoint.running())
         if worker_in_process:
             from .bridge import hub_for  # noqa: PLC0415
 
@@ -151,7 +152,7 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         try:
             yield
         finally:
-            await mcp_running.__aexit__(None, None, None)
+            await mcp_running.aclose()
             await sweeper.stop()
             await hearth.adds.records.stop()
             if worker is not None:

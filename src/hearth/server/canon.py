@@ -110,6 +110,14 @@ CHRONICLE_KIND_MEANINGS: Final[dict[ChronicleKind, str]] = {
     "rest": "A deliberate pause.",
 }
 
+# Kinds only the service writes: a `refusal` keeps wall 5, a `seal` an elevation, a `note` a
+# deletion or a confirmation. A caller writing one could forge what the service did, so
+# POST /v1/chronicle takes every other kind and refuses these (`chronicle_kind_reserved`).
+SERVICE_CHRONICLE_KINDS: Final[frozenset[ChronicleKind]] = frozenset({"refusal", "seal", "note"})
+WRITABLE_CHRONICLE_KINDS: Final[tuple[ChronicleKind, ...]] = tuple(
+    kind for kind in CHRONICLE_KINDS if kind not in SERVICE_CHRONICLE_KINDS
+)
+
 TIER_MEANINGS: Final[dict[Tier, str]] = {
     "episodic": "The default tier: what happened in a session; it decays unless elevated.",
     "foundational": "Elevated by the identity itself (with a root proof for agent_root "

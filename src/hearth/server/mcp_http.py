@@ -99,7 +99,8 @@ class ServiceBackend:
         except ApiError as exc:
             raise _refused(exc) from None
 
-    async def _publish(self, identity_id: str | None, key: str, kind: str, **ids: Any) -> None:
+    async def _publish(self, identity_id: str | None, key: str, kind: str, ids: JsonObject) -> None:
+        """The change as the change feed builds it for the same route (server/changes.py)."""
         at = iso(utcnow())
         assert at is not None
         details: JsonObject = {"identity_id": identity_id, **ids}
@@ -192,9 +193,7 @@ class ServiceBackend:
             row.identity_id,
             "you_remember",
             "memory_stored",
-            memory_id=row.id,
-            tier=row.tier,
-            supersedes=row.supersedes,
+            {"memory_id": row.id, "tier": row.tier, "supersedes": row.supersedes},
         )
         return view
 
@@ -277,6 +276,32 @@ class ServiceBackend:
         page: cursors.Page = await self._snapshot(run)
         return _items(page.body())
 
+    async def chronicle_write(self, kind: str, text: str, *, project_level: bool) -> Json:
+        _storable(kind=kind, text=text)
+        project_id = self._project
+
+        def run(conn: Connection) -> JsonObject:
+            identity = None if project_level else identities.sole_active(conn, project_id)
+            return chronicle.write(
+                conn,
+                project_id,
+                identity.id if identity else None,
+                kind,
+                text,
+                details=None,
+                channel="mcp",
+                api_key_id=self._caller.key_id,
+            )
+
+        entry: JsonObject = await self._transaction(run)
+        await self._publish(
+            entry["agent_id"],
+            "you_remember",
+            "chronicle_written",
+            {"entry_id": entry["id"], "kind": entry["kind"]},
+        )
+        return entry
+
     async def _target(self, identity_id: str | None) -> str:
         if identity_id is not None:
             return identity_id
@@ -297,8 +322,7 @@ class ServiceBackend:
             message["identity_id"],
             "you_run",
             "inbox_message_arrived",
-            message_id=message["id"],
-            sender=message["sender"],
+            {"message_id": message["id"], "sender": message["sender"]},
         )
         return message
 

@@ -619,6 +619,26 @@ class ChronicleEntry(BaseModel):
     created_at: str
 
 
+class ChronicleCreate(Strict):
+    kind: ChronicleKind = Field(
+        description="any kind but those the service alone writes (refusal, seal, note)"
+    )
+    text: str = Field(min_length=1, max_length=4000)
+    agent_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the identity (UUID or DID) the entry is about; null: the project",
+    )
+    details: JsonObject | None = Field(
+        default=None,
+        description="an object of the caller's; `channel` and `api_key_id` are set by the "
+        "service (who wrote it)",
+    )
+    channel: ClaimedChannel = Field(
+        default="api", description="how the caller wrote it: `api` (default) or `mcp`"
+    )
+
+
 class ChroniclePage(BaseModel):
     items: list[ChronicleEntry]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
