@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 
@@ -323,3 +324,26 @@ def test_the_chronicle_is_written_and_read_through_both_transports(world: World)
         with pytest.raises(HearthError) as refused:
             sdk.chronicle_write("refusal", "A forged refusal.")
     assert (refused.value.status, refused.value.error) == (422, "chronicle_kind_reserved")
+
+
+def test_a_listening_host_hears_of_a_change_from_the_voice(world: World) -> None:
+    """hearth mcp relays the identity's voice as resource updates: a memory stored over HTTP
+    makes the wake stale for a host listening over stdio."""
+
+    async def listen() -> list[str]:
+        async with (
+            stdio_session(world.home) as stdio,
+            http_session(world.live.base_url, world.bearer) as http,
+            stdio.listen(resource_subscriptions=["hearth://wake"]) as subscription,
+        ):
+            events = subscription.__aiter__()
+            # The relay's voice is connected once a change made now reaches it: store until
+            # one does (each store is a change), under the guard of fail_after.
+            with anyio.fail_after(60):
+                while True:
+                    await call_ok(http, "memory_store", {"content": "A swift at the eaves."})
+                    with anyio.move_on_after(1.0):
+                        event = await events.__anext__()
+                        return [event.uri]
+
+    assert asyncio.run(listen()) == ["hearth://wake"]

@@ -33,6 +33,7 @@ __all__ = [
     "check_arguments",
     "memory_id_of",
     "tools_for",
+    "updated_resources",
 ]
 
 Needs = Literal["bearer", "root", "local"]
@@ -333,6 +334,29 @@ PROMPTS: Final[tuple[Prompt, ...]] = (
         description="The wake as the opening of a session: who you are and what you remember.",
     ),
 )
+
+
+# Changes of the voice (docs/voice.md) that touch the chronicle and the expression resources;
+# every change touches the wake.
+_CHRONICLE_CHANGES: Final = frozenset(
+    {"chronicle_written", "memory_elevated", "memory_deleted", "memory_confirmed"}
+)
+_EXPRESSION_CHANGES: Final = frozenset({"expression_updated", "memory_elevated"})
+
+
+def updated_resources(kind: str | None, details: Mapping[str, Any]) -> tuple[str, ...]:
+    """The resources a change of the voice makes stale: the wake always, the chronicle and the
+    expression when the change writes them, and the memories it names."""
+    uris = [WAKE_URI]
+    if kind in _CHRONICLE_CHANGES:
+        uris.append(CHRONICLE_URI)
+    if kind in _EXPRESSION_CHANGES:
+        uris.append(EXPRESSION_URI)
+    for name in ("memory_id", "supersedes"):
+        value = details.get(name)
+        if isinstance(value, str) and value:
+            uris.append(_MEMORY_PREFIX + value)
+    return tuple(uris)
 
 
 def memory_id_of(uri: str) -> str | None:

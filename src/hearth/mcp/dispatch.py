@@ -149,8 +149,20 @@ def _json_text(uri: str, value: Any) -> types.TextResourceContents:
     return types.TextResourceContents(uri=uri, mime_type="application/json", text=text)
 
 
-def build_server(backend_of: Callable[[], Backend], transport: Transport) -> Server[Any]:
-    """The MCP server over ``backend_of()``'s backend."""
+ListenHandler = Callable[
+    [Context, types.SubscriptionsListenRequestParams],
+    Awaitable[types.SubscriptionsListenResult],
+]
+
+
+def build_server(
+    backend_of: Callable[[], Backend],
+    transport: Transport,
+    *,
+    listen: ListenHandler | None = None,
+) -> Server[Any]:
+    """The MCP server over ``backend_of()``'s backend; ``listen`` serves
+    ``subscriptions/listen`` (resource updates) where the transport can hold a stream."""
 
     def offered() -> dict[str, ToolSpec]:
         return {spec.name: spec for spec in tools_for(transport, root=backend_of().root)}
@@ -233,6 +245,7 @@ def build_server(backend_of: Callable[[], Backend], transport: Transport) -> Ser
         on_read_resource=read_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        on_subscriptions_listen=listen,
     )
 
 

@@ -24,7 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import httpx2
+from mcp.server.subscriptions import ResourceUpdated, SubscriptionBus
 
 from hearth.client import AsyncHearthClient, HearthError
 from hearth.client.backup import BackupError, open_backup
@@ -40,6 +42,7 @@ from hearth.client.settings import Settings
 from hearth.proofs.key_types import Ed25519PrivateKey
 
 from .backend import Json, Refused
+from .catalogue import updated_resources
 
 __all__ = [
     "KEYS_FILE_ENV",
@@ -348,14 +351,46 @@ class ClientBackend:
         }
 
 
+async def relay_voice(client: AsyncHearthClient, identity_id: str, bus: SubscriptionBus) -> None:
+    """The identity's voice as resource updates: each change makes the wake (and what else it
+    touched) stale for the hosts that listen. Reconnects as long as the server runs; a voice
+    that cannot be reached leaves the tools working and the updates silent."""
+    while True:
+        try:
+            stream = await client.voice(identity_id, reconnect=1_000_000, backoff=1.0)
+            async with stream:
+                async for event in stream:
+                    if event.event != "change":
+                        continue
+                    details = event.data.get("details")
+                    changed = updated_resources(
+                        event.kind, details if isinstance(details, dict) else {}
+                    )
+                    for uri in changed:
+                        await bus.publish(ResourceUpdated(uri=uri))
+        except (HearthError, httpx2.HTTPError):
+            await anyio.sleep(5.0)
+
+
 async def serve_stdio(config: StdioConfig) -> None:
-    """Serve MCP on this process's stdin and stdout until the host closes them."""
+    """Serve MCP on this process's stdin and stdout until the host closes them; with an
+    identity, resource updates from its voice for the hosts that listen."""
     from mcp.server.stdio import stdio_server  # noqa: PLC0415 - the transport, when serving
+    from mcp.server.subscriptions import (  # noqa: PLC0415
+        InMemorySubscriptionBus,
+        ListenHandler,
+    )
 
     from .dispatch import build_server  # noqa: PLC0415
 
     async with AsyncHearthClient(config.base_url, api_key=config.api_key) as client:
         backend = ClientBackend(client, config)
-        server = build_server(lambda: backend, "stdio")
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        bus = InMemorySubscriptionBus()
+        server = build_server(lambda: backend, "stdio", listen=ListenHandler(bus))
+        async with anyio.create_task_group() as tasks:
+            if config.identity_id is not None:
+                tasks.start_soon(relay_voice, client, config.identity_id, bus)
+            async with stdio_server() as (read_stream, write_stream):
+                options = server.create_initialization_options()
+                await server.run(read_stream, write_stream, options)
+            tasks.cancel_scope.cancel()

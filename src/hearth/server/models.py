@@ -17,7 +17,14 @@ from pydantic import (
 from hearth.proofs.encoding import b64_pattern
 
 from . import body_rules
-from .canon import ChronicleKind, ClaimedChannel, Form, MemoryChannel, Visibility
+from .canon import (
+    WRITABLE_CHRONICLE_KINDS,
+    ChronicleKind,
+    ClaimedChannel,
+    Form,
+    MemoryChannel,
+    Visibility,
+)
 from .json_types import JsonObject
 from .memory_tiers import INITIAL_TIER, TIERS, ElevatedTier, Tier
 
@@ -621,7 +628,11 @@ class ChronicleEntry(BaseModel):
 
 class ChronicleCreate(Strict):
     kind: ChronicleKind = Field(
-        description="any kind but those the service alone writes (refusal, seal, note)"
+        description="any kind but those the service alone writes (refusal, seal, note: "
+        "422 chronicle_kind_reserved)",
+        # The document offers the writable kinds only; the service's own are read as kinds
+        # and refused by name, so the caller learns why.
+        json_schema_extra={"enum": list(WRITABLE_CHRONICLE_KINDS)},
     )
     text: str = Field(min_length=1, max_length=4000)
     agent_id: str | None = Field(
