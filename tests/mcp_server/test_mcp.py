@@ -93,6 +93,28 @@ def test_without_the_passphrase_root_tools_are_not_offered(world: World) -> None
     assert "memory_store" in found
 
 
+def test_hearth_mcp_configured_from_the_environment(world: World) -> None:
+    """No home: the service and bearer from HEARTH_BASE_URL and SERVICE_API_KEY_FILE, the
+    identity and its root key from the sealed key file and the passphrase file."""
+    env = {
+        "HEARTH_BASE_URL": world.live.base_url,
+        "SERVICE_API_KEY_FILE": str(world.home / "api_key"),
+        "HEARTH_KEYS_FILE": str(world.home / "keys.backup.json"),
+        "HEARTH_PASSPHRASE_FILE": str(world.passphrase_file),
+    }
+
+    async def whoami() -> tuple[dict[str, Any], set[str]]:
+        async with stdio_session(None, env=env) as client:
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            return await call_ok(client, "whoami", {}), tools
+
+    facts, tools = asyncio.run(whoami())
+    assert facts["identity_id"] == world.identity
+    assert facts["configured_from"] == "environment"
+    assert facts["root_signing"] is True
+    assert "memory_elevate" in tools
+
+
 def test_a_memory_stored_through_one_transport_is_found_through_the_other(world: World) -> None:
     async def both() -> None:
         async with (

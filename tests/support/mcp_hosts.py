@@ -23,16 +23,17 @@ HEARTH = str(Path(sys.executable).parent / "hearth")
 
 
 def stdio_parameters(
-    home: Path, *, passphrase_file: Path | None = None, env: dict[str, str] | None = None
+    home: Path | None, *, passphrase_file: Path | None = None, env: dict[str, str] | None = None
 ) -> StdioServerParameters:
-    """``hearth mcp --home HOME``, in an environment with none of the suite's own HEARTH_* or
-    SERVICE_* settings (only what ``env`` adds)."""
+    """``hearth mcp --home HOME`` (no ``--home`` when None: configured from ``env``), in an
+    environment with none of the suite's own HEARTH_* or SERVICE_* settings (only what ``env``
+    adds)."""
     base = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("HEARTH_", "SERVICE_")) and k != "PROMETHEUS_MULTIPROC_DIR"
     }
-    args = ["mcp", "--home", str(home)]
+    args = ["mcp"] if home is None else ["mcp", "--home", str(home)]
     if passphrase_file is not None:
         args += ["--passphrase-file", str(passphrase_file)]
     return StdioServerParameters(command=HEARTH, args=args, env={**base, **(env or {})})
@@ -40,7 +41,7 @@ def stdio_parameters(
 
 @asynccontextmanager
 async def stdio_session(
-    home: Path, *, passphrase_file: Path | None = None, env: dict[str, str] | None = None
+    home: Path | None, *, passphrase_file: Path | None = None, env: dict[str, str] | None = None
 ) -> AsyncIterator[Client]:
     parameters = stdio_parameters(home, passphrase_file=passphrase_file, env=env)
     async with Client(parameters, read_timeout_seconds=60) as client:

@@ -237,7 +237,9 @@ class ServiceBackend:
         old: MemoryRow = await self._snapshot(memories.find, self._project, memory_id)
         return await self._store(
             content,
-            tier=old.tier if old.tier != "constitutive" else "foundational",
+            # As POST /v1/memories with `supersedes` and no tier (and as hearth mcp sends it):
+            # the new version is episodic; replacing an elevated one needs the root proof.
+            tier="episodic",
             key=old.key,
             untrusted=untrusted,
             project_level=old.identity_id is None,
