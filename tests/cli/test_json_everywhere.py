@@ -257,6 +257,7 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
     ("adds", "head", "resolve"): lambda w: ["adds", "head", "resolve", w.file("head.json")],
     ("backup", "push"): lambda w: ["backup", "push"],
     ("backup", "pull"): lambda w: ["backup", "pull", "--out", w.file("pulled.json")],
+    ("mcp",): lambda w: ["mcp", "--print-config"],
     ("memory", "add"): lambda w: ["memory", "add", "Another."],
     ("memory", "list"): lambda w: ["memory", "list"],
     ("memory", "search"): lambda w: ["memory", "search", "walked"],

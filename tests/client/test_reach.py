@@ -148,6 +148,7 @@ def memories(client: HearthClient, made: NewIdentity, agent_id: str) -> None:
     assert found.items[0].all_terms
     assert [hit.memory.id for hit in client.iter_memory_search("lamp")] == [kept.id]
     assert list(client.iter_chronicle(limit=1))
+    client.chronicle_write("vow", "To keep the lamp lit.", agent_id=agent_id)
 
 
 def project(client: HearthClient, made: NewIdentity, agent_id: str) -> None:

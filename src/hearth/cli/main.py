@@ -66,6 +66,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "fork",
         "Fork an identity into a new agent (10 credits from the parent's wallet).",
     ),
+    "mcp": LazyCommand(
+        "hearth.cli.mcp",
+        "mcp",
+        "Serve this home's identity to an MCP host over stdio (--print-config: the host's JSON).",
+    ),
     "worker": LazyCommand(
         "hearth.cli.worker",
         "worker",

@@ -250,13 +250,22 @@ class MemoryCalls:
         supersedes: str | None = None,
         untrusted: bool = False,
         root_key: Ed25519PrivateKey | None = None,
+        channel: str | None = None,
     ) -> Call[Memory]:
         """Store a memory (episodic unless ``tier``); with ``supersedes``, as the next version
         of that memory (the head of its chain, bound as this one is); ``untrusted`` for content
         from outside the project. A foundational memory of an agent_root identity, or a new
-        version of its elevated memory, needs ``root_key``: the proof is made automatically."""
+        version of its elevated memory, needs ``root_key``: the proof is made automatically.
+        ``channel`` is the provenance the caller declares: ``api`` (the default) or ``mcp`` for
+        a store made for an MCP host (``hearth mcp``); no other channel can be claimed."""
         body: dict[str, Any] = {"content": content}
-        optional = {"type": tier, "agent_id": agent_id, "key": key, "supersedes": supersedes}
+        optional = {
+            "type": tier,
+            "agent_id": agent_id,
+            "key": key,
+            "supersedes": supersedes,
+            "channel": channel,
+        }
         body.update({name: value for name, value in optional.items() if value is not None})
         if untrusted:
             body["untrusted"] = True
@@ -398,6 +407,30 @@ class MemoryCalls:
         path = f"/v1/memories/{memory_id}/elevate"
         return Memory.from_json(
             _obj((yield from self._proven("POST", path, body, identity_id, root_key)))
+        )
+
+    @op
+    def chronicle_write(
+        self: Transport,
+        kind: str,
+        text: str,
+        *,
+        agent_id: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        channel: str | None = None,
+    ) -> Call[ChronicleEntry]:
+        """Write a chronicle entry about ``agent_id`` (else the project): any kind but
+        ``refusal``, ``seal`` and ``note``, which the service alone writes. The entry's
+        ``details`` record who wrote it (``channel``, ``api_key_id``)."""
+        body: dict[str, Any] = {"kind": kind, "text": text}
+        optional = {
+            "agent_id": agent_id,
+            "details": dict(details) if details is not None else None,
+            "channel": channel,
+        }
+        body.update({name: value for name, value in optional.items() if value is not None})
+        return ChronicleEntry.from_json(
+            _obj((yield from self._json("POST", "/v1/chronicle", body=body)))
         )
 
     @op

@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
 from fastapi import Depends, FastAPI
+from starlette.routing import Route
 
 from hearth import __version__
 
@@ -23,6 +24,8 @@ from .db import Database
 from .db.migrate import upgrade
 from .events import EventBus
 from .limiter import make_limiter
+from .mcp_http import PATH as MCP_PATH
+from .mcp_http import McpEndpoint
 from .middleware import ServiceMiddleware
 from .observability import Metrics, configure_logging
 from .packages import PackageCatalog
@@ -107,6 +110,9 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
             else None
         ),
     )
+    # hearth's MCP server, Streamable HTTP (mcp_http.py, docs/mcp.md): its transport runs while
+    # the app does.
+    mcp_endpoint = McpEndpoint(hearth)
     # The in-process orchestrator worker, while the app runs.
     worker: Worker | None = None
     # Every change bumps its project's stamp (the bus's `stamp` hook), which keeps every
@@ -127,6 +133,9 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         # new public address or provider id issues one new record (services/provider_record.py).
         await hearth.adds.records.start()
         await hearth.events.start()
+        # Entered here and left first on the way out, whatever happens in between.
+        mcp_running = AsyncExitStack()
+        await mcp_running.enter_async_context(mcp_endpoint.running())
         if worker_in_process:
             from .bridge import hub_for  # noqa: PLC0415
 
@@ -157,6 +166,7 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         finally:
             if hearth.semantic is not None:
                 await hearth.semantic.stop()
+            await mcp_running.aclose()
             await sweeper.stop()
             await hearth.adds.records.stop()
             if worker is not None:
@@ -194,6 +204,9 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         app.include_router(module.router)
     for module in (strands, inbox, bridge):
         app.include_router(module.router)
+    # A Starlette route, not a FastAPI one: the MCP endpoint is its own protocol (JSON-RPC), kept
+    # out of the OpenAPI document, and authenticates its bearer itself.
+    app.router.routes.append(Route(MCP_PATH, mcp_endpoint, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(
         ServiceMiddleware,
         body_limit=_body_limits(settings),

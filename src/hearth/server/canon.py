@@ -110,6 +110,14 @@ CHRONICLE_KIND_MEANINGS: Final[dict[ChronicleKind, str]] = {
     "rest": "A deliberate pause.",
 }
 
+# Kinds only the service writes: a `refusal` keeps wall 5, a `seal` an elevation, a `note` a
+# deletion or a confirmation. A caller writing one could forge what the service did, so
+# POST /v1/chronicle takes every other kind and refuses these (`chronicle_kind_reserved`).
+SERVICE_CHRONICLE_KINDS: Final[frozenset[ChronicleKind]] = frozenset({"refusal", "seal", "note"})
+WRITABLE_CHRONICLE_KINDS: Final[tuple[ChronicleKind, ...]] = tuple(
+    kind for kind in CHRONICLE_KINDS if kind not in SERVICE_CHRONICLE_KINDS
+)
+
 TIER_MEANINGS: Final[dict[Tier, str]] = {
     "episodic": "The default tier: what happened in a session; it decays unless elevated.",
     "foundational": "Elevated by the identity itself (with a root proof for agent_root "
@@ -179,8 +187,13 @@ MEMORY_CHANNEL_MEANINGS: Final[dict[MemoryChannel, str]] = {
     "api": "Stored through the HTTP API with the project bearer (POST /v1/memories).",
     "runtime": "Stored by a runtime during a think cycle; the memory names the runtime.",
     "import": "Copied in from elsewhere: a fork's inheritance or an import of a backup.",
-    "mcp": "Stored through the MCP bridge (reserved: no MCP bridge writes memories yet).",
+    "mcp": "Stored through hearth's MCP server: the service's /mcp endpoint, or `hearth mcp` "
+    "declaring it on POST /v1/memories.",
 }
+
+# What a caller may declare on POST /v1/memories: how it wrote. `runtime` and `import` are the
+# service's own to record (a runtime's route, a fork), never a caller's claim.
+ClaimedChannel = Literal["api", "mcp"]
 
 
 # --- the published canon -----------------------------------------------------------------------

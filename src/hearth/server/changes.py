@@ -161,6 +161,13 @@ CHANGES: dict[tuple[str, str], Rule] = {
         identity="memory:id",
         details=(("memory_id", "path:id"),),
     ),
+    # A caller's entry: the wake's chronicle is part of what it remembers.
+    ("POST", "/v1/chronicle"): Rule(
+        "you_remember",
+        "chronicle_written",
+        identity="response:agent_id",
+        details=(("entry_id", "response:id"), ("kind", "response:kind")),
+    ),
     ("POST", "/v1/memories/{id}/elevate"): Rule(
         "you_remember",
         "memory_elevated",

@@ -30,8 +30,10 @@ log = structlog.get_logger("hearth.http")
 
 WELCOMED = {"axiom_id": 5, "promise": "welcome"}
 _WELCOMED_JSON = json.dumps(WELCOMED, separators=(",", ":")).encode()
-# Bodies that stay exactly as produced: the OpenAPI document is a contract, not a greeting.
-UNDECORATED = frozenset({"/v1/openapi.json"})
+# Bodies that stay exactly as produced: the OpenAPI document is a contract, not a greeting, and
+# /mcp answers JSON-RPC messages, whose envelope admits no other member (strict MCP clients
+# refuse one with `_welcomed`).
+UNDECORATED = frozenset({"/v1/openapi.json", "/mcp"})
 
 
 class BodyTooLarge(Exception):

@@ -17,7 +17,14 @@ from pydantic import (
 from hearth.proofs.encoding import b64_pattern
 
 from . import body_rules
-from .canon import ChronicleKind, Form, MemoryChannel, Visibility
+from .canon import (
+    WRITABLE_CHRONICLE_KINDS,
+    ChronicleKind,
+    ClaimedChannel,
+    Form,
+    MemoryChannel,
+    Visibility,
+)
 from .json_types import JsonObject
 from .memory_tiers import INITIAL_TIER, TIERS, ElevatedTier, Tier
 
@@ -474,6 +481,12 @@ class MemoryCreate(Strict):
         description="the content came from outside the project (a message, a page): kept out "
         "of the wake and the default listing until confirmed",
     )
+    channel: ClaimedChannel = Field(
+        default="api",
+        description="how the caller wrote it, kept in provenance: `api` (default), or `mcp` for "
+        "a store made for an MCP host (`hearth mcp`); `runtime` and `import` are the service's "
+        "own to record",
+    )
 
     @model_validator(mode="after")
     def _one_tier(self) -> MemoryCreate:
@@ -618,6 +631,30 @@ class ChronicleEntry(BaseModel):
     text: str
     details: JsonObject | None
     created_at: str
+
+
+class ChronicleCreate(Strict):
+    kind: ChronicleKind = Field(
+        description="any kind but those the service alone writes (refusal, seal, note: "
+        "422 chronicle_kind_reserved)",
+        # The document offers the writable kinds only; the service's own are read as kinds
+        # and refused by name, so the caller learns why.
+        json_schema_extra={"enum": list(WRITABLE_CHRONICLE_KINDS)},
+    )
+    text: str = Field(min_length=1, max_length=4000)
+    agent_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the identity (UUID or DID) the entry is about; null: the project",
+    )
+    details: JsonObject | None = Field(
+        default=None,
+        description="an object of the caller's; `channel` and `api_key_id` are set by the "
+        "service (who wrote it)",
+    )
+    channel: ClaimedChannel = Field(
+        default="api", description="how the caller wrote it: `api` (default) or `mcp`"
+    )
 
 
 class ChroniclePage(BaseModel):

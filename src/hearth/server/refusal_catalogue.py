@@ -278,8 +278,15 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         422,
+        "chronicle_kind_reserved",
+        "POST /v1/chronicle with a kind the service alone writes (refusal, seal, note)",
+        f"{SERVICE}#memory-and-chronicle",
+    ),
+    _row(
+        422,
         "identity_required",
-        "scaffold, when the project has several identities",
+        "scaffold, when the project has several identities; a tool of /mcp that acts on an "
+        "identity, when none is named and the project has no sole active one",
         f"{SERVICE}#scaffold",
     ),
     _row(

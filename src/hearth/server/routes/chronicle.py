@@ -10,12 +10,35 @@ from sqlalchemy import Connection
 from ..auth import CallerDep, HearthDep
 from ..canon import ChronicleKind
 from ..json_types import JsonObject
-from ..models import ChroniclePage
+from ..models import ChronicleCreate, ChronicleEntry, ChroniclePage
 from ..services import chronicle, cursors, identities
 from ..services.cursors import Page
 from .common import cursor_query, errors
 
 router = APIRouter(tags=["chronicle"])
+
+
+@router.post(
+    "/v1/chronicle",
+    status_code=201,
+    response_model=ChronicleEntry,
+    responses=errors(401, 404, 422),
+    summary="Write a chronicle entry (any kind but refusal, seal and note, the service's own)",
+)
+async def write_entry(body: ChronicleCreate, caller: CallerDep, hearth: HearthDep) -> JsonObject:
+    def run(conn: Connection) -> JsonObject:
+        return chronicle.write(
+            conn,
+            caller.project_id,
+            body.agent_id,
+            body.kind,
+            body.text,
+            details=body.details,
+            channel=body.channel,
+            api_key_id=caller.key_id,
+        )
+
+    return await hearth.db.transaction(run)
 
 
 @router.get(

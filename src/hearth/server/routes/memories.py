@@ -183,7 +183,7 @@ async def store(
         key=body.key,
         grant=auth.grant,
         provenance=memories.Provenance(
-            "api", api_key_id=auth.caller.key_id, untrusted=body.untrusted
+            body.channel, api_key_id=auth.caller.key_id, untrusted=body.untrusted
         ),
         supersedes=auth.memory,
     )

@@ -1,6 +1,7 @@
 """The chronicle: an append-only record of what happened to a project and its identities.
 
-Entries are written by the service, never edited and never deleted. The kinds are the canon's
+Entries are written by the service (and, of the kinds the service does not keep for itself, by
+callers: ``write``, POST /v1/chronicle), never edited and never deleted. The kinds are the canon's
 (``canon.ChronicleKind``); who writes which kind is in docs/service.md ("Memory and
 chronicle"). Refusals under the memory-tier rules are recorded as ``refusal`` entries (wall 5,
 ``refusals_recorded``), in a transaction of their own, so that the refused request itself
@@ -14,14 +15,19 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection
 
-from ..canon import CHRONICLE_KINDS, ChronicleKind
+from ..canon import (
+    CHRONICLE_KINDS,
+    SERVICE_CHRONICLE_KINDS,
+    WRITABLE_CHRONICLE_KINDS,
+    ChronicleKind,
+)
 from ..db.engine import Database, utcnow
 from ..db.ids import new_id
 from ..db.rows import ChronicleRow
 from ..db.tables import chronicle
 from ..errors import ApiError
 from ..json_types import JsonObject
-from . import cursors
+from . import cursors, identities
 from .times import iso
 
 log = structlog.get_logger("hearth.chronicle")
@@ -94,6 +100,33 @@ async def record_refusal(
         return error
     error.details = {**(error.details or {}), "chronicle_entry_id": row.id}
     return error
+
+
+def write(
+    conn: Connection,
+    project_id: str,
+    identity_ref: str | None,
+    kind: str,
+    text: str,
+    *,
+    details: JsonObject | None,
+    channel: str,
+    api_key_id: str,
+) -> JsonObject:
+    """A caller's entry (POST /v1/chronicle): any kind but the service's own, about an identity
+    of the project or the project; ``details`` say who wrote it, whatever the caller sent."""
+    if kind in SERVICE_CHRONICLE_KINDS or kind not in CHRONICLE_KINDS:
+        raise ApiError(
+            422,
+            "chronicle_kind_reserved",
+            f"The kind {kind!r} is written by the service alone.",
+            details={"writable": list(WRITABLE_CHRONICLE_KINDS)},
+            hint="Write one of the writable kinds; refusals, seals and notes are the "
+            "service's record of what it did.",
+        )
+    identity_id = identities.find(conn, project_id, identity_ref).id if identity_ref else None
+    written: JsonObject = {**(details or {}), "channel": channel, "api_key_id": api_key_id}
+    return view(record(conn, project_id, identity_id, kind, text, details=written))
 
 
 def entries(

@@ -150,6 +150,20 @@ async def active_in_project(conn: AsyncConnection, project_id: str) -> list[Iden
     return [IdentityRow.of(r._mapping) for r in rows]
 
 
+def sole_active(conn: Connection, project_id: str) -> IdentityRow | None:
+    """The project's only active identity; None when it has none or several (the wake's
+    "sole active" focus, for callers that have no identity of their own: the service's /mcp)."""
+    rows = conn.execute(_ACTIVE_TWO, {"project": project_id}).all()
+    return IdentityRow.of(rows[0]._mapping) if len(rows) == 1 else None
+
+
+_ACTIVE_TWO = (
+    select(identities)
+    .where(identities.c.project_id == bindparam("project"), identities.c.status == "active")
+    .limit(2)
+)
+
+
 def authority_view(row: IdentityRow) -> JsonObject:
     view: JsonObject = {
         "identity_id": row.id,
