@@ -466,9 +466,7 @@ def search(
     page: list[_Hit]
     if ranked is not None:
         page, more = ranked[:limit], len(ranked) > limit
-        read = conn.execute(_BY_IDS, {"ids": [hit.id for hit in page]})
-        by_id = {row.id: MemoryRow.of(row._mapping) for row in read}
-        memories_of = [by_id[hit.id] for hit in page]
+        memories_of = [_memory_of_hit(hit) for hit in page]
     else:
         found = conn.execute(
             _statement(dialect, names, one_term),
@@ -476,10 +474,7 @@ def search(
         ).all()
         more = len(found) > limit
         page = [_Hit(row.id, row.score, bool(row.every)) for row in found[:limit]]
-        columns = len(memories.c)
-        # The row's first columns are the memory's, in the table's order (test_typed_rows
-        # holds MemoryRow to that order).
-        memories_of = [MemoryRow(*row[:columns]) for row in found[:limit]]
+        memories_of = [_memory_of(row) for row in found[:limit]]
     attestations = _attestations_of(conn, [m.id for m in memories_of if witnessed(m.tier)])
     pattern = first_match(terms)
     items = [
@@ -563,11 +558,27 @@ _skipping: dict[str, int] = {}
 
 @dataclass(frozen=True)
 class _Hit:
-    """A ranked memory: its id, score and whether it holds every term."""
+    """A ranked memory: its id, score, whether it holds every term, and (the shortcut reads
+    it in the same statement) the memory itself."""
 
     id: str
     score: float
     every: bool
+    memory: MemoryRow | None = None
+
+
+_COLUMNS: Final = len(memories.c)
+
+
+def _memory_of_hit(hit: _Hit) -> MemoryRow:
+    assert hit.memory is not None  # the shortcut's hits carry their memory
+    return hit.memory
+
+
+def _memory_of(row: Any) -> MemoryRow:
+    # The row's first columns are the memory's, in the table's order (test_typed_rows holds
+    # MemoryRow to that order).
+    return MemoryRow(*row[:_COLUMNS])
 
 
 def _top_first(
@@ -600,17 +611,24 @@ def _top_first(
     every: list[_Hit] = []
     if not one_term:
         every = [
-            _Hit(row.id, float(row.score), True)
+            _Hit(row.id, float(row.score), True, _memory_of(row))
             for row in conn.execute(
-                _statement("sqlite", (), True, "ranked"),
+                _statement("sqlite", (), True),
                 {**params, "match": params["all"], "limit": wanted, "offset": 0},
             )
         ]
         if len(every) == wanted:
             return every[offset:]
     needed = wanted - len(every)
-    found = conn.execute(_TOP[one_term], {**params, "k": TOP_FIRST, "needed": needed}).all()
-    rest = [_Hit(row.id, float(row.score), one_term) for row in found if row.id is not None]
+    # The candidates holding every term are the ones ranked above: left out here, so the
+    # statement returns enough rows (``wanted``) for the rest to fill its part of the page.
+    held = {hit.id for hit in every}
+    found = conn.execute(_TOP, {**params, "k": TOP_FIRST, "needed": wanted}).all()
+    rest = [
+        _Hit(row.id, float(row.score), one_term, _memory_of(row))
+        for row in found
+        if row.id is not None and row.id not in held
+    ][:needed]
     # Every candidate counted, and the least relevant of them, whether or not admitted.
     if found and found[0].candidates == TOP_FIRST:  # more matches may lie beyond them
         least = -float(found[0].least)
@@ -620,12 +638,12 @@ def _top_first(
     return (every + rest)[offset:]
 
 
-def _top_statement(one_term: bool) -> Any:
+def _top_statement() -> Any:
     """Among the ``k`` matches of ``match`` best by text relevance alone (``b``, FTS5's
     ``bm25()``, lower is better), the ``needed`` best by score that the project's search may
-    return and that do not hold every term (those are ranked apart), each row also carrying
-    how many candidates there were and the least relevance among them. A row with a null id
-    stands for a candidate not admitted, after the others."""
+    return, with their memories, each row also carrying how many candidates there were and the
+    least relevance among them. A row with a null id stands for a candidate not admitted,
+    after the others."""
     relevance = func.bm25(literal_column(FTS_TABLE), *BM25_WEIGHTS, type_=Float).label("b")
     top = (
         select(_FTS.c.rowid, relevance)
@@ -637,15 +655,10 @@ def _top_statement(one_term: bool) -> Any:
     # The same arithmetic as _ranked's score: (-bm25) times the factor.
     score = ((-top.c.b) * _factor("sqlite", _ROWS)).label("score")
     admitted = [_ROWS.c.rowid == top.c.rowid, *_filters((), _ROWS)]
-    if not one_term:
-        fts = _FTS.alias("every_term")
-        holding = select(fts.c.rowid).where(
-            literal_column(f"every_term.{FTS_TABLE}").op("MATCH")(bindparam("all"))
-        )
-        admitted.append(top.c.rowid.not_in(holding))
-    return (
+    ranked = (
         select(
-            _ROWS.c.memory_id.label("id"),
+            _ROWS.c.memory_id.label("ranked_id"),
+            _ROWS.c.created_at.label("made"),
             score,
             func.count().over().label("candidates"),
             func.max(top.c.b).over().label("least"),
@@ -658,10 +671,22 @@ def _top_statement(one_term: bool) -> Any:
             _ROWS.c.memory_id.desc(),
         )
         .limit(bindparam("needed"))
+        .subquery("ranked")
+    )
+    # The page's memories read in the same statement (a null row for one not admitted).
+    return (
+        select(memories, ranked.c.score, ranked.c.candidates, ranked.c.least)
+        .select_from(ranked.outerjoin(memories, memories.c.id == ranked.c.ranked_id))
+        .order_by(
+            ranked.c.ranked_id.is_(None),
+            ranked.c.score.desc(),
+            ranked.c.made.desc(),
+            ranked.c.ranked_id.desc(),
+        )
     )
 
 
-_TOP = {one_term: _top_statement(one_term) for one_term in (False, True)}
+_TOP = _top_statement()
 
 
 def _nearest_admitted(
