@@ -52,6 +52,12 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         400,
+        "gateway_format_required",
+        "`GET`/`HEAD /ipfs/{cid}`: neither `?format=` nor `Accept` asks for a raw block or a CAR",
+        f"{SERVICE}#the-ipfs-trustless-gateway",
+    ),
+    _row(
+        400,
         "invalid_cursor",
         "any listing: a cursor outside the pattern the OpenAPI document shows for it",
         f"{SERVICE}#the-openapi-document",
