@@ -4,6 +4,7 @@ gateway"). An independent client checks the same answers in test_ipfs_verified_f
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Iterator
 
@@ -142,14 +143,11 @@ def test_car_encoding_is_pinned() -> None:
 
 
 def _digest_hex(cid: str) -> str:
-    import base64  # noqa: PLC0415 - only this helper needs it
-
     return base64.b32decode(cid[1:].upper() + "======")[4:].hex()
 
 
 def _read_car(car: bytes) -> tuple[list[str], list[tuple[str, bytes]]]:
     """A minimal CARv1 reader for one-root, raw-block CARs (a second reading of the format)."""
-    import base64  # noqa: PLC0415 - only this helper needs it
 
     def varint(at: int) -> tuple[int, int]:
         value = shift = 0

@@ -404,6 +404,13 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         503,
+        "block_store_unavailable",
+        "a block `PUT` or read when the block store (an object store, `BLOCKSTORE_URL`) does "
+        "not answer: nothing was stored or recorded",
+        f"{SERVICE}#provider-node",
+    ),
+    _row(
+        503,
         "service_key_unconfigured service_key_unavailable",
         "`GET /v1/mathos/public-key`: the service's signing key file is not configured, or "
         "cannot be read",

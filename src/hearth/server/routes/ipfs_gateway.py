@@ -40,10 +40,10 @@ _FORMATS = {"enum": [f.value for f in Format]}
 _BINARY = {"schema": {"type": "string", "format": "binary"}}
 
 
-def _responses(description: str) -> dict[int | str, JsonObject]:
+def _responses(description: str, *more: int) -> dict[int | str, JsonObject]:
     return {
         200: {"description": description, "content": {RAW: _BINARY, CAR_CONTENT_TYPE: _BINARY}},
-        **errors(400, 404),
+        **errors(400, 404, *more),
     }
 
 
@@ -51,7 +51,7 @@ def _responses(description: str) -> dict[int | str, JsonObject]:
     PATH,
     response_class=Response,
     summary="A block as the IPFS trustless gateway answers it: raw, or in a CAR (public)",
-    responses=_responses("The block (format=raw) or a CARv1 holding it (format=car)."),
+    responses=_responses("The block (format=raw) or a CARv1 holding it (format=car).", 503),
 )
 async def get_block(
     cid: Annotated[str, Path(description=_CID_TEXT, json_schema_extra=_CID_FORMAT)],
