@@ -30,7 +30,7 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError, NotFoundError, PreconditionError
 from obstore.store import S3Store
 
-from hearth.adds.cid import CANONICAL_CID_PATTERN
+from hearth.adds.cid import CANONICAL_CID_PATTERN, cid_for_bytes
 
 from .base import BlockCorrupt, BlockNotFound, BlockStoreError, check_block, check_cid
 
@@ -98,14 +98,21 @@ class S3BlockStore:
             raise self._failed(f"replace the damaged block {cid}", cid, exc) from None
 
     def get(self, cid: str) -> bytes:
+        return bytes(self.get_lent(cid))
+
+    def get_lent(self, cid: str) -> bytes | memoryview:
+        """As ``get`` (verified just the same), but a view of the buffer the client read the
+        object into, with no copy of its own (``hearth.adds.LendingBlockSource``); the view
+        keeps that buffer alive as long as it is held."""
         key = self._key(cid)
         try:
-            data = bytes(obstore.get(self._store, key).bytes())
+            data = memoryview(obstore.get(self._store, key).bytes())
         except (NotFoundError, FileNotFoundError):
             raise BlockNotFound(f"block {cid} is not in {self.url}", cid=cid) from None
         except BaseError as exc:
             raise self._failed(f"read block {cid}", cid, exc) from None
-        check_block(cid, data)
+        if cid_for_bytes(data) != cid:
+            check_block(cid, bytes(data))  # raises BlockCorrupt, saying what the bytes hash to
         return data
 
     def has(self, cid: str) -> bool:
