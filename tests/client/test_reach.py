@@ -283,6 +283,8 @@ def adds(live: Live, bearer: str) -> None:
         node.put_block(cid, block)
         assert node.get_block(cid, limit=1024).content == block
         assert node.block_page(page_size=10, cursor=None, limit=1 << 20).status == 200
+        assert node.gateway_block(cid, limit=1024).content == block
+        assert node.gateway_has(cid, car=True).status == 200
         refused(node.submit, b'{"not": "a document"}')
         refused(node.document, cid_for_bytes(b"{}"))
         raw = Ed25519PrivateKey.generate().public_key().public_bytes_raw()

@@ -380,11 +380,14 @@ def test_provider_record_is_signed_superseded_and_points_at_the_blocks(tmp_path:
             {"cid": cid_for_bytes(data), "size": len(data), "role": "block"}
         ]
         assert record["issued_at"] < record["expires_at"]
-        (endpoint,) = record["endpoints"]
-        assert endpoint["transport"] == "http"
+        endpoint, gateway = record["endpoints"]
+        assert endpoint["transport"] == gateway["transport"] == "http"
         url = uri_template.expand(endpoint["uri_template"], cid=cid_for_bytes(data))
         assert url == f"{service.base_url}/v1/adds/blocks/{cid_for_bytes(data)}"
         assert client.get(url).content == data
+        public = uri_template.expand(gateway["uri_template"], cid=cid_for_bytes(data))
+        assert public == f"{service.base_url}/ipfs/{cid_for_bytes(data)}?format=raw"
+        assert httpx2.get(public).content == data  # the gateway needs no bearer
         # Unchanged inventory: the same record, not re-signed.
         assert client.get("/v1/adds/provider-record").content == first.content
         assert put(client, b"a second block").status_code == 201
@@ -409,7 +412,11 @@ def test_provider_id_and_endpoint_follow_the_public_base_url(tmp_path: Path) -> 
         {
             "transport": "https",
             "uri_template": "https://adds.example:8443/v1/adds/blocks/{cid}",
-        }
+        },
+        {
+            "transport": "https",
+            "uri_template": "https://adds.example:8443/ipfs/{cid}?format=raw",
+        },
     ]
 
 

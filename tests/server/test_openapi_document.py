@@ -77,6 +77,8 @@ PUBLIC = {
     "POST /public/identities/by-pubkey",
     "POST /v1/identity/recover",
     "GET /v1/adds/provider-record",
+    "GET /ipfs/{cid}",
+    "HEAD /ipfs/{cid}",
 }
 BRIDGE = "GET /v1/runtimes/{runtime_id}/bridge"
 

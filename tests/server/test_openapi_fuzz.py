@@ -64,6 +64,8 @@ TOLERATED: dict[str, tuple[tuple[int, ...], str]] = {
     "POST /v1/strands/{id}/thoughts": ((422,), "the signature over the exact thought"),
     "POST /v1/adds/documents": ((422,), "the document's signature and ADDS rules"),
     "PUT /v1/adds/blocks/{cid}": ((422,), "the bytes must hash to the CID"),
+    "GET /ipfs/{cid}": ((400,), "the format may come from Accept (no OpenAPI parameter) instead"),
+    "HEAD /ipfs/{cid}": ((400,), "the format may come from Accept (no OpenAPI parameter) instead"),
     "POST /v1/runtimes": ((422,), "bridge.pubkey must be an Ed25519 point"),
     "PATCH /v1/runtimes/{id}": ((422,), "what is required depends on the stored runtime"),
     "GET /v1/bootstrap/scaffold": ((422,), "identity_id is required when the project has several"),

@@ -101,7 +101,8 @@ def test_a_get_writes_nothing_and_the_host_header_is_never_read(kind: str, tmp_p
     assert all(answer == first for answer in answers)
     assert first["provider"]["id"] == "hearth.example:8443"
     assert first["endpoints"] == [
-        {"transport": "https", "uri_template": f"{PUBLIC}/v1/adds/blocks/{{cid}}"}
+        {"transport": "https", "uri_template": f"{PUBLIC}/v1/adds/blocks/{{cid}}"},
+        {"transport": "https", "uri_template": f"{PUBLIC}/ipfs/{{cid}}?format=raw"},
     ]
     assert issued.status_code == 201, issued.text
     receipt = json.loads(issued.content)

@@ -23,6 +23,7 @@ def open_block_store(
     """The store at ``location``:
 
     - ``http://`` or ``https://`` URL: an HttpBlockStore (a provider node), with ``bearer``;
+    - ``s3://bucket/prefix``: an S3BlockStore, configured by the standard AWS variables;
     - a directory holding ``ADDS-BLOCKSTORE``: a FileBlockStore;
     - any other existing directory: a DirectoryBlockStore (the plain interchange form);
     - a missing path, when ``create`` is true: a new FileBlockStore.
@@ -35,9 +36,14 @@ def open_block_store(
         from .http import HttpBlockStore  # noqa: PLC0415 - its HTTP client only when needed
 
         return HttpBlockStore(text, bearer=bearer)
+    if text.startswith("s3://"):
+        from .s3 import S3BlockStore  # noqa: PLC0415 - its client only when needed
+
+        return S3BlockStore(text)
     if _SCHEME.match(text):
         raise BlockStoreError(
-            f"unsupported block store URL {text!r}: use http://, https:// or a directory path"
+            f"unsupported block store URL {text!r}: use http://, https://, s3:// or a "
+            "directory path"
         )
     if not text:
         raise BlockStoreError("no block store location given")

@@ -4,6 +4,8 @@
     GET  /v1/adds/blocks/{cid}           get_block     the bytes (the caller hashes them)
     HEAD /v1/adds/blocks/{cid}           has_block     200 held, 404 or 410 not held
     GET  /v1/adds/blocks?limit=&cursor=  block_page    {"items": [{"cid", "size"}], "next_cursor"}
+    GET  /ipfs/{cid}?format=raw|car      gateway_block the IPFS trustless gateway: the block, or a
+    HEAD /ipfs/{cid}?format=raw|car      gateway_has   CAR holding it (public: no bearer needed)
     POST /v1/adds/documents              submit        {"cid"}: checked against the document's
     GET  /v1/adds/documents/{cid}        document      bytes, refused unless they hash to cid
     GET  /v1/adds/heads/{head_id}        head          the node's resolution, or None (404)
@@ -39,6 +41,7 @@ __all__ = ["BLOCKS_PATH", "AddsClient", "Answer"]
 
 BLOCKS_PATH = "/v1/adds/blocks"
 DOCUMENTS_PATH = "/v1/adds/documents"
+GATEWAY_PATH = "/ipfs"
 _RETRYABLE = (httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ConnectTimeout)
 # A refusal's body, or a success whose body is not wanted, is read this far and no further.
 _ERROR_BODY_LIMIT = 64 * 1024
@@ -196,6 +199,19 @@ class AddsClient:
             params["cursor"] = cursor
         return self.send("GET", BLOCKS_PATH, params=params, limit=limit, idempotent=True)
 
+    # -- the IPFS trustless gateway --
+
+    def gateway_block(self, cid: str, *, limit: int, car: bool = False) -> Answer:
+        """The block as the node's IPFS trustless gateway answers it: its bytes, or with ``car``
+        a CARv1 holding it (the caller verifies either against the CID)."""
+        path, headers = _gateway(cid, car)
+        return self.send("GET", path, headers=headers, limit=limit, idempotent=True)
+
+    def gateway_has(self, cid: str, *, car: bool = False) -> Answer:
+        """The gateway's HEAD: 200 when it serves the block, 404 when not."""
+        path, headers = _gateway(cid, car)
+        return self.send("HEAD", path, headers=headers, idempotent=True)
+
     # -- documents, heads, records, receipts --
 
     def submit(self, document: bytes) -> str:
@@ -290,6 +306,15 @@ class AddsClient:
         if answer.status not in (200, 201):
             raise self.refusal(f"POST {path}", answer)
         return answer.content
+
+
+def _gateway(cid: str, car: bool) -> tuple[str, dict[str, str]]:
+    """The gateway URL's path and headers: ``format`` and ``Accept`` both, as the trustless gateway
+    specification advises a client."""
+    media = "application/vnd.ipld.car" if car else "application/vnd.ipld.raw"
+    return f"{GATEWAY_PATH}/{quote(cid, safe='')}?format={'car' if car else 'raw'}", {
+        "Accept": media
+    }
 
 
 def _read_limited(response: httpx2.Response, limit: int | None, method: str, url: str) -> bytes:

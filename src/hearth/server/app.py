@@ -39,6 +39,7 @@ from .routes import (
     health,
     identities,
     inbox,
+    ipfs_gateway,
     keys,
     orientation,
     public,
@@ -196,6 +197,7 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
     openapi.install(app)
     for module in (public, health, orientation, arrival, keys, identities, bootstrap, adds):
         app.include_router(module.router)
+    app.include_router(ipfs_gateway.router)
     for module in (wallets, vault):
         app.include_router(module.router)
     for module in (memory_routes, chronicle_routes):

@@ -52,6 +52,12 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         400,
+        "gateway_format_required",
+        "`GET`/`HEAD /ipfs/{cid}`: neither `?format=` nor `Accept` asks for a raw block or a CAR",
+        f"{SERVICE}#the-ipfs-trustless-gateway",
+    ),
+    _row(
+        400,
         "invalid_cursor",
         "any listing: a cursor outside the pattern the OpenAPI document shows for it",
         f"{SERVICE}#the-openapi-document",
@@ -401,6 +407,13 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
         503,
         "provider_key_unavailable",
         "the stored provider key is wrapped and `KMS_MASTER_KEY` is missing or different",
+        f"{SERVICE}#provider-node",
+    ),
+    _row(
+        503,
+        "block_store_unavailable",
+        "a block `PUT` or read when the block store (an object store, `BLOCKSTORE_URL`) does "
+        "not answer: nothing was stored or recorded",
         f"{SERVICE}#provider-node",
     ),
     _row(

@@ -73,6 +73,10 @@ class Settings(BaseSettings):
 
     # ADDS provider node (docs/service.md, "Provider node").
     blocks_dir: Path = Path("var/blocks")
+    # Unset: the blocks are a FileBlockStore at blocks_dir. ``s3://bucket/prefix``: an
+    # S3-compatible object store, reached with the standard AWS_* settings, which several
+    # service processes on several machines can share (docs/blockstore.md, "S3BlockStore").
+    blockstore_url: str | None = None
     # PKCS#8 PEM Ed25519. Unset: one key is generated on first use and kept in the database
     # (wrapped under kms_master_key when that is set), so that every worker signs with it.
     provider_key_file: Path | None = None

@@ -26,8 +26,9 @@ BEARER_ENV = "HEARTH_BEARER"
 DEFAULT_EXPIRY = "30d"
 
 BLOCKS_HELP = (
-    "Block store: a hearth store directory, a plain directory of CID-named files, or a "
-    "provider node's http(s) URL."
+    "Block store: a hearth store directory, a plain directory of CID-named files, a "
+    "provider node's http(s) URL, or s3://bucket/prefix (an S3-compatible object store; "
+    "endpoint and keys from the standard AWS_* variables)."
 )
 BEARER_OPTION = typer.Option(
     None,

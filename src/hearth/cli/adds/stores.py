@@ -1,6 +1,6 @@
 """Opening the block store a ``hearth adds`` command names (``--blocks``, a copy's source and
-target): a hearth store directory, a plain directory of CID-named files or a node's URL; and
-documents read from a file or fetched by CID from that node."""
+target): a hearth store directory, a plain directory of CID-named files, a node's URL or an
+``s3://`` object store; and documents read from a file or fetched by CID from that node."""
 
 from __future__ import annotations
 

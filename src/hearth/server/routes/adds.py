@@ -91,7 +91,7 @@ def _adds_json(body: bytes, cid: str, status: int = 200, **headers: str) -> Resp
     summary="Store a block under its CID (checked against the bytes)",
     responses={
         200: {"model": BlockStored, "description": "The project already held this block."},
-        **errors(400, 401, 413, 422),
+        **errors(400, 401, 413, 422, 503),
     },
     openapi_extra=_BLOCK_BODY,
 )
@@ -114,10 +114,10 @@ async def put_block(
     return JSONResponse({"cid": cid, "size": size}, status_code=201 if created else 200)
 
 
-def _block_responses(description: str) -> dict[int | str, JsonObject]:
+def _block_responses(description: str, *more: int) -> dict[int | str, JsonObject]:
     return {
         200: {"description": description, "content": {OCTET_STREAM: _BINARY}},
-        **errors(400, 401, 404),
+        **errors(400, 401, 404, *more),
     }
 
 
@@ -125,7 +125,7 @@ def _block_responses(description: str) -> dict[int | str, JsonObject]:
     BLOCKS + "/{cid}",
     response_class=Response,
     summary="Read a block by CID (any authenticated caller)",
-    responses=_block_responses("The block's bytes."),
+    responses=_block_responses("The block's bytes.", 503),
 )
 async def get_block(
     cid: Annotated[str, Path(description=_CID_TEXT, json_schema_extra=_CID_FORMAT)],

