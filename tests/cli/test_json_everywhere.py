@@ -126,6 +126,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         v["manifest_cid"] = cid
         head = ["adds", "head", "new", "--key", w.file("ak.ed25519.pem"), "--issuer-id", "me"]
         ok(run([*head, "--head-id", "h", "--manifest", cid, "-o", w.file("head.json")], home))
+        ok(run(["export", "-o", w.file("life.car"), "-q"], home))  # a life to verify
         yield w
 
 
@@ -298,6 +299,7 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
     ("strands", "list"): lambda w: ["strands", "list"],
     ("strands", "write"): lambda w: ["strands", "write", w.values["strand"], "a thought"],
     ("strands", "thoughts"): lambda w: ["strands", "thoughts", w.values["strand"]],
+    ("export", "verify"): lambda w: ["export", "verify", w.file("life.car"), "--open"],
 }
 
 DATA = [path for path, _command in ALL if path not in NO_DATA]

@@ -141,6 +141,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "app",
         "Create, list and show an identity's strands of thought; write and read thoughts.",
     ),
+    "export": LazyCommand(
+        "hearth.cli.export",
+        "app",
+        "Export an identity's life as a signed, encrypted CAR file; verify one offline.",
+    ),
 }
 
 

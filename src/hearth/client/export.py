@@ -1,0 +1,223 @@
+"""Export an identity's life: every data set fetched through the SDK's listings, written as
+ADDS objects into one CAR v1 file (``hearth.proofs.life`` composes it, ``hearth.adds.car``
+frames it). The export is made where the root key is: on the owner's machine.
+
+Memory stays bounded: each listing is read page by page and each record goes straight into
+the object being published, which seals it chunk by chunk into the file; what is kept is the
+chunk lists and the set of CIDs already written (36 bytes a block).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from hearth.adds.car import CarIndex, CarWriter
+from hearth.proofs.life import DATA_SETS, LifeReport, LifeWriter, verify_life
+
+from .errors import HearthError
+
+if TYPE_CHECKING:
+    from .mnemonic_keys import IdentityKeys
+    from .sdk import HearthClient
+
+__all__ = ["Exported", "export_life", "verify_export"]
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What an export wrote: the head's CID (the CAR's root), blocks and bytes, and per data set
+    its record count and plaintext size."""
+
+    root: str
+    did: str
+    identity_id: str
+    blocks: int
+    bytes: int
+    records: dict[str, int]
+    sizes: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _default(value: object) -> object:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return str(value)
+
+
+def _line(kind: str, record: object) -> bytes:
+    """One record as a JSON line: its SDK dataclass's fields, under ``kind``."""
+    fields = dataclasses.asdict(record) if dataclasses.is_dataclass(record) else record  # type: ignore[arg-type]
+    text = json.dumps({"kind": kind, "record": fields}, default=_default, sort_keys=True)
+    return text.encode("utf-8") + b"\n"
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+class _DataSets:
+    """One generator of JSON lines per data set, reading through ``client``."""
+
+    def __init__(
+        self, client: HearthClient, identity_id: str, did: str, keys: IdentityKeys
+    ) -> None:
+        self.client = client
+        self.identity_id = identity_id
+        self.did = did
+        self.keys = keys
+
+    def identity(self) -> Iterator[bytes]:
+        yield _line(
+            "identity",
+            {
+                "identity_id": self.identity_id,
+                "did": self.did,
+                "service": self.client.base_url.rstrip("/"),
+                "root_public_key": _b64(self.keys.signing_public_raw),
+                "box_public_key": _b64(self.keys.box_public_raw),
+            },
+        )
+        yield _line("pulse", self.client.pulse(self.identity_id))
+        for key in self.client.identity_keys(self.identity_id):
+            yield _line("identity_key", key)
+
+    def expression(self) -> Iterator[bytes]:
+        yield _line("expression", self.client.expression(self.identity_id))
+
+    def memories(self) -> Iterator[bytes]:
+        # The listing gives each chain's current version; its history gives every version,
+        # oldest first, with provenance and attestations.
+        for untrusted in (False, True):
+            for memory in self.client.iter_memories(agent_id=self.identity_id, untrusted=untrusted):
+                for version in self.client.memory_history(memory.id):
+                    yield _line("memory", version)
+
+    def attestations(self) -> Iterator[bytes]:
+        for attestation in self.client.iter_attestations(identity_id=self.identity_id):
+            yield _line("attestation", attestation)
+
+    def chronicle(self) -> Iterator[bytes]:
+        for entry in self.client.iter_chronicle(agent_id=self.identity_id):
+            yield _line("chronicle", entry)
+
+    def strands(self) -> Iterator[bytes]:
+        for strand in self.client.iter_strands(identity_id=self.identity_id):
+            yield _line("strand", strand)
+            # No K_master here: the thoughts are written as the service stores them, sealed.
+            for thought in self.client.iter_thoughts(strand.id):
+                yield _line("thought", thought)
+
+    def runtimes(self) -> Iterator[bytes]:
+        for runtime in self.client.iter_runtimes(
+            identity_id=self.identity_id, include_deleted=True
+        ):
+            yield _line("runtime", runtime)
+            for event in self.client.iter_runtime_events(runtime.id):
+                yield _line("runtime_event", event)
+
+    def wallets(self) -> Iterator[bytes]:
+        for wallet in self.client.wallets():
+            if wallet.identity_id != self.identity_id:
+                continue
+            yield _line("wallet", wallet)
+            for entry in self.client.iter_wallet_ledger(wallet.id):
+                yield _line("ledger_entry", entry)
+
+    def templates(self) -> Iterator[bytes]:
+        for listed in self.client.iter_templates():
+            if listed.mine and not listed.built_in:
+                yield _line("template", self.client.template(listed.id))
+
+    def inbox(self) -> Iterator[bytes]:
+        for message in self.client.iter_inbox(self.identity_id):
+            yield _line("inbox_message", message)
+
+    def key_backup(self) -> Iterator[bytes]:
+        try:
+            backup = self.client.backup_pull(self.identity_id)
+        except HearthError as exc:
+            if exc.status == 404:  # no backup kept: an empty data set, not a failure
+                return
+            raise
+        yield _line("key_backup", backup)
+
+    def lines(self, name: str) -> Iterable[bytes]:
+        generator: Callable[[], Iterator[bytes]] = getattr(self, name)
+        return generator()
+
+
+def export_life(
+    client: HearthClient,
+    out: BinaryIO,
+    *,
+    keys: IdentityKeys,
+    identity_id: str,
+    did: str,
+    exported_at: int | None = None,
+    chunk_size: int = 1 << 20,
+    on_progress: Callable[[str, int], None] | None = None,
+) -> Exported:
+    """Write the identity's life to ``out`` (a seekable binary file) as a CAR v1 whose root is
+    the head signed by ``keys.signing`` (the root key). ``on_progress(data set, bytes so far)``
+    is called as each chunk is written."""
+    now = int(time.time()) if exported_at is None else exported_at
+    car = CarWriter(out)
+    current = {"name": DATA_SETS[0]}
+
+    def progress(done: int) -> None:
+        if on_progress is not None:
+            on_progress(current["name"], done)
+
+    writer = LifeWriter(
+        car,
+        key=keys.signing,
+        did=did,
+        box_public=keys.box_public_raw,
+        exported_at=now,
+        chunk_size=chunk_size,
+        on_progress=progress,
+    )
+    sets = _DataSets(client, identity_id, did, keys)
+    for name in DATA_SETS:
+        current["name"] = name
+        writer.add(name, sets.lines(name))
+    current["name"] = "index"
+    service = client.base_url.rstrip("/")
+    head = writer.finish({"identity_id": identity_id, "service": service})
+    car.finish([head.cid])
+    return Exported(
+        root=head.cid,
+        did=did,
+        identity_id=identity_id,
+        blocks=car.blocks,
+        bytes=car.bytes,
+        records={name: entry.records for name, entry in writer.objects.items()},
+        sizes={name: entry.size for name, entry in writer.objects.items()},
+    )
+
+
+def verify_export(
+    stream: BinaryIO,
+    *,
+    keys: IdentityKeys | None = None,
+    root_public_key: str | None = None,
+    now: int | None = None,
+) -> LifeReport:
+    """Check an exported life offline (``hearth.proofs.life.verify_life``): every block against
+    its CID, every document and signature, the index complete; with ``keys`` every object
+    opens. Raises ``hearth.adds.car.CarError`` only when the file is not a CAR at all."""
+    index = CarIndex.scan(stream)
+    report = LifeReport()
+    for problem in index.problems:
+        report.refuse(problem.code, f"{problem.message} (at byte {problem.offset})", problem.cid)
+    when = int(time.time()) if now is None else now
+    box = keys.box if keys is not None else None
+    return verify_life(index, now=when, box_key=box, root_public_key=root_public_key, report=report)

@@ -1,0 +1,111 @@
+"""``hearth export`` and ``hearth export verify`` (issue 20) against the real service over real
+HTTP: a life with a record of every kind is written to a CAR on this machine, verified offline
+(with and without the owner's keys), read by ``@ipld/car``, and refused once damaged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cli_homes import home_with_identity, ok, run
+from tests.support.ipld_car import read_with_ipld_car
+from tests.support.live import live_on
+
+
+@dataclass
+class Exported:
+    home: Path
+    tmp: Path
+    car: Path
+    written: dict[str, Any]
+    made: dict[str, str]
+
+
+def j(args: list[str], home: Path) -> Any:
+    return json.loads(ok(run(args, home)).stdout)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exported]:
+    tmp = tmp_path_factory.mktemp("export_cli")
+    with live_on("sqlite", tmp / "service") as live:
+        home, _profile = home_with_identity(live, tmp, "Leaver")
+        made: dict[str, str] = {}
+        first = j(["memory", "add", "I keep a garden.", "--json"], home)
+        made["memory"] = first["id"]
+        second = ["memory", "add", "I keep two gardens.", "--supersedes", first["id"], "--json"]
+        made["memory_v2"] = j(second, home)["id"]
+        j(["memory", "add", "Heard at the gate.", "--untrusted", "--json"], home)
+        made["strand"] = j(["strands", "create", "musings", "--json"], home)["id"]
+        ok(run(["strands", "write", made["strand"], "a sealed thought"], home))
+        ok(run(["strands", "write", made["strand"], "another one"], home))
+        made["runtime"] = j(["runtime", "create", "--name", "walker", "--json"], home)["id"]
+        j(["inbox", "send", "hello from outside", "--json"], home)
+        ok(run(["backup", "push"], home))
+        car = tmp / "life.car"
+        written = j(["export", "-o", str(car), "--json"], home)
+        yield Exported(home, tmp, car, written, made)
+
+
+def test_export_writes_every_data_set(exported: Exported) -> None:
+    written = exported.written
+    assert written["file"] == str(exported.car)
+    assert exported.car.stat().st_size == written["bytes"]
+    records = written["records"]
+    # The welcome letter of registration, two versions of one memory, and the untrusted one.
+    assert records["memories"] == 4
+    assert records["strands"] == 3  # the strand and its two thoughts
+    assert records["runtimes"] >= 2  # the runtime and its events
+    assert records["inbox"] == 1
+    assert records["key_backup"] == 1
+    assert records["identity"] >= 2
+    assert records["expression"] == 1
+    assert not exported.car.with_name("life.car.partial").exists()
+
+
+def test_verify_offline_with_and_without_the_owners_keys(exported: Exported) -> None:
+    # No service is asked: the file and (with --open) the home's key file are all it reads.
+    checked = j(["export", "verify", str(exported.car), "--json"], exported.home)
+    assert checked["ok"] is True
+    assert checked["root"] == exported.written["root"]
+    assert checked["checked"]["objects"] == 11
+    assert checked["checked"]["opened"] is None
+    opened = j(["export", "verify", str(exported.car), "--open", "--json"], exported.home)
+    assert opened["ok"] is True
+    assert opened["checked"]["opened"] == 12  # every data set and the index
+    memories = next(o for o in opened["objects"] if o["name"] == "memories")
+    assert memories["records"] == 4
+    plain = ok(run(["export", "verify", str(exported.car)], exported.home)).stdout
+    assert "valid" in plain
+
+
+def test_a_damaged_export_is_refused_with_exit_1(exported: Exported) -> None:
+    data = bytearray(exported.car.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    damaged = exported.tmp / "damaged.car"
+    damaged.write_bytes(bytes(data))
+    result = run(["export", "verify", str(damaged), "--json"], exported.home)
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    assert "car.hash" in {problem["code"] for problem in report["problems"]}
+    not_car = exported.tmp / "not.car"
+    not_car.write_bytes(b"not a car at all")
+    assert run(["export", "verify", str(not_car)], exported.home).exit_code == 1
+
+
+def test_an_independent_car_reader_finds_every_block_under_its_cid(exported: Exported) -> None:
+    read = read_with_ipld_car(exported.car)
+    assert read["roots"] == [exported.written["root"]]
+    assert len(read["blocks"]) == exported.written["blocks"]
+    assert all(block["holds"] for block in read["blocks"])
+
+
+def test_export_needs_an_output_file(exported: Exported) -> None:
+    result = run(["export"], exported.home)
+    assert result.exit_code == 2
