@@ -109,3 +109,37 @@ def test_an_independent_car_reader_finds_every_block_under_its_cid(exported: Exp
 def test_export_needs_an_output_file(exported: Exported) -> None:
     result = run(["export"], exported.home)
     assert result.exit_code == 2
+
+
+def test_a_reader_added_to_an_export_opens_it_with_its_own_key(exported: Exported) -> None:
+    reader = j(["adds", "keygen", "--out", str(exported.tmp / "reader"), "--json"], exported.home)
+    copy = exported.tmp / "for-reader.car"
+    added = [
+        "export",
+        "add-reader",
+        str(exported.car),
+        "--audience",
+        "https://new.example",
+        "--audience-key",
+        reader["x25519_public_key"],
+        "-o",
+        str(copy),
+        "--json",
+    ]
+    written = j(added, exported.home)
+    assert written["root"] != exported.written["root"]
+    key = str(exported.tmp / "reader.x25519.pem")
+    checked = j(["export", "verify", str(copy), "--key", key, "--json"], exported.home)
+    assert checked["ok"] is True
+    assert checked["checked"]["opened"] == 12
+    # The original export holds no grant for that key: it does not open with it.
+    refused = run(["export", "verify", str(exported.car), "--key", key, "--json"], exported.home)
+    assert refused.exit_code == 1
+    assert "life.no_grant" in {p["code"] for p in json.loads(refused.stdout)["problems"]}
+    # And a reader is added only to an export that verifies.
+    broken = exported.tmp / "broken.car"
+    broken.write_bytes(b"not a car")
+    elsewhere = str(exported.tmp / "x.car")
+    again = run([*added[:2], str(broken), *added[3:-3], "-o", elsewhere], exported.home)
+    assert again.exit_code == 1
+    assert not (exported.tmp / "x.car").exists()

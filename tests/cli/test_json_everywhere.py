@@ -300,6 +300,17 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
     ("strands", "write"): lambda w: ["strands", "write", w.values["strand"], "a thought"],
     ("strands", "thoughts"): lambda w: ["strands", "thoughts", w.values["strand"]],
     ("export", "verify"): lambda w: ["export", "verify", w.file("life.car"), "--open"],
+    ("export", "add-reader"): lambda w: [
+        "export",
+        "add-reader",
+        w.file("life.car"),
+        "--audience",
+        "reader",
+        "--audience-key",
+        w.values["reader_key"],
+        "-o",
+        w.file("life-for-reader.car"),
+    ],
 }
 
 DATA = [path for path, _command in ALL if path not in NO_DATA]

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from hearth.adds import b64url_encode
 from hearth.adds.car import CarIndex, CarWriter
-from hearth.proofs.life import DATA_SETS, HEAD_ID, LifeReport, LifeWriter, verify_life
+from hearth.proofs.life import DATA_SETS, HEAD_ID, LifeReport, LifeWriter, add_reader, verify_life
 
 NOW = 1_795_000_000
 DID = "did:key:z6MkLeaver"
@@ -65,12 +65,12 @@ def life(
     return out.getvalue(), writer
 
 
-def verify(data: bytes, **options: object) -> LifeReport:
+def verify(data: bytes, now: int = NOW, **options: object) -> LifeReport:
     index = CarIndex.scan(io.BytesIO(data))
     report = LifeReport()
     for problem in index.problems:
         report.refuse(problem.code, problem.message, problem.cid)
-    return verify_life(index, now=NOW, report=report, **options)  # type: ignore[arg-type]
+    return verify_life(index, now=now, report=report, **options)  # type: ignore[arg-type]
 
 
 def codes(report: LifeReport) -> set[str]:
@@ -202,3 +202,52 @@ def test_the_head_names_the_index() -> None:
     index = CarIndex.scan(io.BytesIO(data))
     head = json.loads(index.get(index.roots[0]))
     assert (head["kind"], head["head_id"], head["sequence"]) == ("head", HEAD_ID, 0)
+
+
+def test_a_reader_added_to_an_export_opens_every_object_and_the_owner_still_does() -> None:
+    data, writer = life()
+    provider = X25519PrivateKey.from_private_bytes(bytes(range(5, 37)))
+    source = CarIndex.scan(io.BytesIO(data))
+    out = io.BytesIO()
+    car = CarWriter(out)
+    head = add_reader(
+        source,
+        car,
+        key=ROOT,
+        box_key=BOX,
+        audience="did:web:provider.example",
+        audience_public=provider.public_key().public_bytes_raw(),
+        now=NOW + 60,
+    )
+    car.finish([head.cid])
+    assert (head.document["sequence"], head.document["parents"]) == (1, [source.roots[0]])
+    for key in (provider, BOX):
+        report = verify(out.getvalue(), now=NOW + 60, box_key=key)
+        assert report.ok, report.problems
+        assert report.opened == len(DATA_SETS) + 1
+    moved = verify(out.getvalue(), now=NOW + 60)
+    assert {entry.name: len(entry.grants) for entry in moved.objects} == dict.fromkeys(DATA_SETS, 2)
+    assert [entry.manifest for entry in moved.objects] == [
+        writer.objects[name].manifest for name in sorted(DATA_SETS)
+    ]
+
+
+def test_a_reader_is_added_only_by_the_root_key_to_a_sound_export() -> None:
+    data, _ = life()
+    provider = X25519PrivateKey.from_private_bytes(bytes(range(5, 37)))
+    options = {
+        "box_key": BOX,
+        "audience": "did:web:provider.example",
+        "audience_public": provider.public_key().public_bytes_raw(),
+        "now": NOW,
+    }
+    with pytest.raises(ValueError, match="root key"):
+        add_reader(
+            CarIndex.scan(io.BytesIO(data)), CarWriter(io.BytesIO()), key=STRANGER, **options
+        )  # type: ignore[arg-type]
+    damaged = bytearray(data)
+    damaged[len(damaged) // 2] ^= 1
+    with pytest.raises(ValueError, match="does not verify"):
+        add_reader(
+            CarIndex.scan(io.BytesIO(bytes(damaged))), CarWriter(io.BytesIO()), key=ROOT, **options
+        )  # type: ignore[arg-type]

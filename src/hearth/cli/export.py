@@ -116,12 +116,18 @@ def export(  # noqa: PLR0917 - typer reads options from the signature
 
 
 @app.command("verify")
-def verify(
+def verify(  # noqa: PLR0917 - typer reads options from the signature
     path: Path = typer.Argument(..., help="The exported CAR file.", show_default=False),
     open_objects: bool = typer.Option(
         False,
         "--open",
         help="Also open every object with this home's keys (asks for the passphrase).",
+    ),
+    reader_key: Path | None = typer.Option(
+        None,
+        "--key",
+        help="Also open every object with this X25519 private key (PEM): a reader's.",
+        show_default=False,
     ),
     as_json: bool = JSON_OPTION,
     home: Path | None = HOME_OPTION,
@@ -131,18 +137,26 @@ def verify(
     signature back to the identity's root key, the index complete; with --open, that every
     object opens. Exits 0 only when everything holds."""
     from hearth.adds.car import CarError  # noqa: PLC0415 (the ADDS stack: only when used)
+    from hearth.adds.keys import load_x25519_private_key  # noqa: PLC0415
     from hearth.client.export import verify_export  # noqa: PLC0415
 
-    keys = None
+    box_key = None
+    if open_objects and reader_key is not None:
+        usage_error("give --open or --key, not both")
     if open_objects:
         home_path = home_dir(home)
         profile = load_profile(home_path)
         if profile is None:
             usage_error(f"--open needs a home with keys; {home_path} has no profile")
-        keys = open_home_keys(home_path, profile, passphrase_file)
+        box_key = open_home_keys(home_path, profile, passphrase_file).box
+    elif reader_key is not None:
+        try:
+            box_key = load_x25519_private_key(reader_key.read_bytes())
+        except (OSError, ValueError) as exc:
+            usage_error(f"cannot read an X25519 private key from {reader_key}: {exc}")
     try:
         with path.open("rb") as stream:
-            report = verify_export(stream, keys=keys)
+            report = verify_export(stream, box_key=box_key)
     except OSError as exc:
         failure(f"cannot read {path}: {exc.strerror}")
     except CarError as exc:
@@ -159,3 +173,56 @@ def verify(
         output.print("[green]valid[/green]" if report.ok else "[red]NOT valid[/red]")
     if not report.ok:
         raise typer.Exit(1)
+
+
+@app.command("add-reader")
+def add_reader(  # noqa: PLR0917 - typer reads options from the signature
+    path: Path = typer.Argument(..., help="The exported CAR file.", show_default=False),
+    audience: str = typer.Option(
+        ..., "--audience", help="The reader's id (a DID, a service's address).", show_default=False
+    ),
+    audience_key: str = typer.Option(
+        ...,
+        "--audience-key",
+        help="The reader's X25519 public key (base64 or base64url).",
+        show_default=False,
+    ),
+    out: Path = typer.Option(..., "-o", "--out", help="The CAR file to write.", show_default=False),
+    as_json: bool = JSON_OPTION,
+    home: Path | None = HOME_OPTION,
+    passphrase_file: Path | None = PASSPHRASE_FILE_OPTION,
+) -> None:
+    """Copy an export with every object also granted to another reader's X25519 key (a new
+    head, signed with this home's root key); the export must verify with this home's keys."""
+    from hearth.client.export import add_export_reader  # noqa: PLC0415 (the ADDS stack)
+
+    from .key_text import decode_key  # noqa: PLC0415
+
+    try:
+        public = decode_key(audience_key, what="--audience-key")
+    except ValueError as exc:
+        usage_error(str(exc))
+    home_path = home_dir(home)
+    profile = load_profile(home_path)
+    if profile is None:
+        usage_error(f"add-reader needs a home with keys; {home_path} has no profile")
+    keys = open_home_keys(home_path, profile, passphrase_file)
+    partial = out.with_name(out.name + ".partial")
+    try:
+        with path.open("rb") as source, partial.open("wb") as stream:
+            root = add_export_reader(
+                source, stream, keys=keys, audience=audience, audience_public=public
+            )
+            stream.flush()
+            os.fsync(stream.fileno())
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        failure(f"cannot copy {path} to {out}: {exc.strerror}")
+    except ValueError as exc:
+        partial.unlink(missing_ok=True)
+        failure(str(exc))
+    partial.replace(out)
+    if as_json:
+        print_json({"file": str(out), "root": root, "audience": audience})
+        return
+    output.print(f"wrote {out}: root {root}, every object also granted to {audience}")

@@ -18,15 +18,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from hearth.adds.car import CarIndex, CarWriter
-from hearth.proofs.life import DATA_SETS, LifeReport, LifeWriter, verify_life
+from hearth.proofs.life import DATA_SETS, LifeReport, LifeWriter, add_reader, verify_life
 
 from .errors import HearthError
 
 if TYPE_CHECKING:
+    from hearth.proofs.key_types import X25519PrivateKey
+
     from .mnemonic_keys import IdentityKeys
     from .sdk import HearthClient
 
-__all__ = ["Exported", "export_life", "verify_export"]
+__all__ = ["Exported", "add_export_reader", "export_life", "verify_export"]
 
 
 @dataclass(frozen=True)
@@ -207,17 +209,50 @@ def export_life(
 def verify_export(
     stream: BinaryIO,
     *,
-    keys: IdentityKeys | None = None,
+    box_key: X25519PrivateKey | None = None,
     root_public_key: str | None = None,
     now: int | None = None,
 ) -> LifeReport:
     """Check an exported life offline (``hearth.proofs.life.verify_life``): every block against
-    its CID, every document and signature, the index complete; with ``keys`` every object
-    opens. Raises ``hearth.adds.car.CarError`` only when the file is not a CAR at all."""
+    its CID, every document and signature, the index complete; with ``box_key`` (the owner's
+    ``keys.box``, or a reader's X25519 key with grants of its own) every object opens. Raises
+    ``hearth.adds.car.CarError`` only when the file is not a CAR at all."""
     index = CarIndex.scan(stream)
     report = LifeReport()
     for problem in index.problems:
         report.refuse(problem.code, f"{problem.message} (at byte {problem.offset})", problem.cid)
     when = int(time.time()) if now is None else now
-    box = keys.box if keys is not None else None
-    return verify_life(index, now=when, box_key=box, root_public_key=root_public_key, report=report)
+    return verify_life(
+        index, now=when, box_key=box_key, root_public_key=root_public_key, report=report
+    )
+
+
+def add_export_reader(
+    source: BinaryIO,
+    out: BinaryIO,
+    *,
+    keys: IdentityKeys,
+    audience: str,
+    audience_public: bytes,
+    now: int | None = None,
+) -> str:
+    """Copy the export in ``source`` to ``out`` (seekable) with every object also granted to
+    ``audience``'s X25519 key (a service's provider key, for an import), under a new head one
+    sequence higher signed by ``keys.signing``; returns the new head's CID. ``ValueError`` when
+    the export does not verify with ``keys`` or is another identity's."""
+    index = CarIndex.scan(source)
+    if index.problems:
+        first = index.problems[0]
+        raise ValueError(f"the export does not verify: {first.code}: {first.message}")
+    car = CarWriter(out)
+    head = add_reader(
+        index,
+        car,
+        key=keys.signing,
+        box_key=keys.box,
+        audience=audience,
+        audience_public=audience_public,
+        now=int(time.time()) if now is None else now,
+    )
+    car.finish([head.cid])
+    return head.cid

@@ -19,7 +19,7 @@ The shape (``docs/export.md``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,7 +37,9 @@ from hearth.adds import (
     canonicalize,
     issue_grant,
     open_object,
+    parse,
     publish,
+    unwrap_grant,
     validate,
 )
 
@@ -52,6 +54,7 @@ __all__ = [
     "LifeProblem",
     "LifeReport",
     "LifeWriter",
+    "add_reader",
     "object_id",
     "verify_life",
 ]
@@ -74,6 +77,7 @@ DATA_SETS = (
     "inbox",
     "key_backup",
 )
+_BATCH = 64 << 10
 # An archive is read years later: its owner's grants last a century (uint53 seconds allow it).
 GRANT_LIFETIME = 100 * 365 * 86_400
 
@@ -128,6 +132,9 @@ class LifeWriter:
         self._on_progress = on_progress
         self._done = 0
         self.objects: dict[str, LifeObject] = {}
+        # Readers besides the owner, as (id, X25519 public key): each object written from now
+        # on (the index included) is granted to them too.
+        self.audiences: list[tuple[str, bytes]] = []
 
     def _put(self, document: SignedDocument) -> None:
         self._sink.put(document.cid, document.canonical)
@@ -137,10 +144,18 @@ class LifeWriter:
         size_before = self._done
 
         def counted(lines: Iterable[bytes]) -> Iterator[bytes]:
+            # Records are small; handing publish one piece per record would cost a call per
+            # record in its chunker, so they go in batches of about 64 KiB.
             nonlocal records
+            batch = bytearray()
             for line in lines:
                 records += 1
-                yield line
+                batch += line
+                if len(batch) >= _BATCH:
+                    yield bytes(batch)
+                    batch.clear()
+            if batch:
+                yield bytes(batch)
 
         def progress(stored: int) -> None:
             self._done = size_before + stored
@@ -161,22 +176,39 @@ class LifeWriter:
             **extra,
         )
         self._put(published.manifest)
+        grants = [
+            self.grant(name, published.manifest, published.content_key, audience, public)
+            for audience, public in [(self.did, self._box_public), *self.audiences]
+        ]
+        size = published.manifest.document["plaintext"]["size"]
+        return LifeObject(name, published.cid, tuple(g.cid for g in grants), records, size)
+
+    def grant(
+        self,
+        name: str,
+        manifest: SignedDocument | Mapping[str, Any],
+        content_key: bytes,
+        audience: str,
+        public: bytes,
+    ) -> SignedDocument:
+        """A grant of one object's content key to ``audience``'s X25519 key, signed by the root
+        key and written into the sink; the owner's is ``<object_id>/owner``."""
+        suffix = "owner" if audience == self.did and public == self._box_public else audience
         grant = issue_grant(
-            manifest=published.manifest,
-            content_key=published.content_key,
+            manifest=manifest,
+            content_key=content_key,
             key=self._key,
             issuer_id=self.did,
-            grant_id=f"{object_id(name)}/owner",
-            audience=self.did,
-            audience_x25519_public_key=self._box_public,
+            grant_id=f"{object_id(name)}/{suffix}",
+            audience=audience,
+            audience_x25519_public_key=public,
             rights=[Right.READ],
             issued_at=self.exported_at,
             expires_at=self.exported_at + GRANT_LIFETIME,
-            purpose="the owner's copy of an exported life",
+            purpose="a copy of an exported life",
         )
         self._put(grant)
-        size = published.manifest.document["plaintext"]["size"]
-        return LifeObject(name, published.cid, (grant.cid,), records, size)
+        return grant
 
     def add(self, name: str, lines: Iterable[bytes]) -> LifeObject:
         """Publish one data set: ``lines`` are its records, each one JSON line ending in
@@ -201,8 +233,11 @@ class LifeWriter:
             "objects": [self.objects[name].to_json() for name in sorted(self.objects)],
         }
 
-    def finish(self, identity: Mapping[str, Any]) -> SignedDocument:
-        """Publish the index object and sign the head; returns the head (the CAR's root)."""
+    def finish(
+        self, identity: Mapping[str, Any], *, sequence: int = 0, parents: Sequence[str] = ()
+    ) -> SignedDocument:
+        """Publish the index object and sign the head; returns the head (the CAR's root). A
+        head that follows an earlier export's names it in ``parents``, one sequence higher."""
         index = self.index(identity)
         listed = self._publish(
             INDEX_NAME,
@@ -214,9 +249,9 @@ class LifeWriter:
             key=self._key,
             issuer_id=self.did,
             head_id=HEAD_ID,
-            sequence=0,
+            sequence=sequence,
             manifest_cid=listed.manifest,
-            parents=[],
+            parents=list(parents),
             updated_at=self.exported_at,
         )
         self._put(head)
@@ -478,6 +513,14 @@ def verify_life(
     return report
 
 
+def parse_document(data: bytes) -> dict[str, Any]:
+    """A document already validated by ``verify_life``, parsed again to read its members."""
+    value = parse(data).value
+    if not isinstance(value, dict):
+        raise ValueError("not a document")
+    return value
+
+
 def _index_grant(data: bytes, index_cid: str) -> dict[str, Any] | None:
     """A block that is a grant for the index manifest (a cheap look before validating it)."""
     if not data.startswith(b"{") or index_cid.encode() not in data:
@@ -529,3 +572,63 @@ def _open_all(  # noqa: PLR0917 - one private step of verify_life, called once
             )
             continue
         report.opened += 1
+
+
+# ---- a reader added to an export ----------------------------------------------------------------
+
+
+def add_reader(
+    blocks: LifeBlocks,
+    sink: BlockSink,
+    *,
+    key: Ed25519PrivateKey,
+    box_key: X25519PrivateKey,
+    audience: str,
+    audience_public: bytes,
+    now: int,
+) -> SignedDocument:
+    """Copy an export into ``sink`` with every object also granted to ``audience`` (its X25519
+    key ``audience_public``: a service's provider key, for an import), and return the new head.
+
+    The owner's keys are needed: ``box_key`` opens each object's owner grant to recover its
+    content key, ``key`` (the root key the export is signed by) signs the new grants, a new
+    index object and a head one sequence higher whose parent is the export's head. The export
+    is verified first, with ``box_key``; a ``ValueError`` names its problems when it does not
+    hold, or when ``key`` is not its root key. Blocks are copied one at a time, in the order
+    the source gives them; the old head and index are left behind (the new head supersedes
+    them, and a block the new index does not name would make the copy fail verification)."""
+    report = verify_life(blocks, now=now, box_key=box_key)
+    if not report.ok or report.index is None or report.root is None:
+        problems = "; ".join(f"{p.code}: {p.message}" for p in report.problems[:5])
+        raise ValueError(f"the export does not verify: {problems}")
+    root_key = b64url_encode(key.public_key().public_bytes_raw())
+    if root_key != report.root_public_key:
+        raise ValueError("the key given is not the export's root key")
+    index = report.index
+    head = parse_document(blocks.get(report.root))
+    old_index = head["manifest_cid"]
+    owner_box = box_key.public_key().public_bytes_raw()
+    writer = LifeWriter(sink, key=key, did=str(report.did), box_public=owner_box, exported_at=now)
+    listed = {entry.name: entry for entry in report.objects}
+    dropped = {report.root, old_index}
+    old_manifest = parse_document(blocks.get(old_index))
+    dropped.update(chunk["cid"] for chunk in old_manifest["chunks"])
+    for cid in blocks:
+        if cid in dropped:
+            continue
+        grant = _index_grant(blocks.get(cid), old_index)
+        if grant is None:
+            sink.put(cid, blocks.get(cid))
+    mine = b64url_encode(owner_box)
+    for name, entry in listed.items():
+        manifest = parse_document(blocks.get(entry.manifest))
+        owners = [parse_document(blocks.get(g)) for g in entry.grants]
+        owner = next(g for g in owners if g["audience_x25519_public_key"] == mine)
+        content_key = unwrap_grant(owner, manifest, box_key, now=now)
+        added = writer.grant(name, manifest, content_key, audience, audience_public)
+        writer.objects[name] = LifeObject(
+            name, entry.manifest, (*entry.grants, added.cid), entry.records, entry.size
+        )
+    writer.audiences.append((audience, audience_public))
+    facts: dict[str, Any] = {k: index[k] for k in ("identity_id", "service") if k in index}
+    return writer.finish(facts, sequence=head["sequence"] + 1, parents=[report.root])
