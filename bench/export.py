@@ -120,7 +120,7 @@ def child(args: argparse.Namespace) -> int:
     )
 
     from hearth.adds.car import CarWriter  # noqa: PLC0415
-    from hearth.client.export import verify_export  # noqa: PLC0415
+    from hearth.client.export import EXPORT_WORKERS, verify_export  # noqa: PLC0415
     from hearth.client.mnemonic_keys import IdentityKeys  # noqa: PLC0415
     from hearth.proofs.life import DATA_SETS, LifeWriter  # noqa: PLC0415
 
@@ -138,6 +138,7 @@ def child(args: argparse.Namespace) -> int:
                 did="did:svc:bench",
                 box_public=keys.box_public_raw,
                 exported_at=int(time.time()),
+                workers=EXPORT_WORKERS,
             )
             for name in DATA_SETS:
                 # Each data set's records, read from the file the parent wrote (as publish

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from multiformats import CID, varint
 
-from hearth.adds import cid_for_bytes
+from hearth.adds import Right, cid_for_bytes, issue_grant, open_object, publish
 from hearth.adds.car import CarError, CarIndex, CarWriter, car_header, encode_varint, read_header
+from hearth.adds.keys import generate_key_pair
 from tests.support.ipld_car import read_with_ipld_car
 
 
@@ -111,3 +112,40 @@ def test_ipld_car_reads_every_block_and_finds_it_under_its_cid(tmp_path: Path) -
     assert read["roots"] == [items[2][0]]
     assert [block["cid"] for block in read["blocks"]] == [cid for cid, _ in items]
     assert all(block["holds"] and block["codec"] == 0x55 for block in read["blocks"])
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_publish_seals_into_a_car_and_the_object_opens_from_it(workers: int) -> None:
+    owner = generate_key_pair()
+    plaintext = hashlib.shake_256(b"object").digest(10_000)
+    out = io.BytesIO()
+    writer = CarWriter(out)
+    published = publish(
+        plaintext,
+        writer,
+        key=owner.signing,
+        publisher_id="me",
+        object_id="o",
+        created_at=1,
+        chunk_size=1000,
+        workers=workers,
+    )
+    writer.put(published.manifest.cid, published.manifest.canonical)
+    writer.finish([published.manifest.cid])
+    assert writer.blocks == 11  # ten chunks, each hashed once as it was sealed, and the manifest
+    index = CarIndex.scan(io.BytesIO(out.getvalue()))
+    assert index.problems == []
+    grant = issue_grant(
+        manifest=published.manifest,
+        content_key=published.content_key,
+        key=owner.signing,
+        issuer_id="me",
+        grant_id="g",
+        audience="me",
+        audience_x25519_public_key=owner.box_public,
+        rights=[Right.READ],
+        issued_at=1,
+        expires_at=100,
+    )
+    opened = open_object(index.get(published.manifest.cid), grant, owner.box, index, now=2)
+    assert b"".join(opened) == plaintext

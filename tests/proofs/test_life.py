@@ -251,3 +251,20 @@ def test_a_reader_is_added_only_by_the_root_key_to_a_sound_export() -> None:
         add_reader(
             CarIndex.scan(io.BytesIO(bytes(damaged))), CarWriter(io.BytesIO()), key=ROOT, **options
         )  # type: ignore[arg-type]
+
+
+def test_a_data_set_read_from_a_file_counts_its_records_by_line() -> None:
+    out = io.BytesIO()
+    car = CarWriter(out)
+    writer = LifeWriter(
+        car, key=ROOT, did=DID, box_public=BOX.public_key().public_bytes_raw(), exported_at=NOW
+    )
+    listed = b"".join(lines("memories", 3000))
+    for name in DATA_SETS:
+        source = io.BytesIO(listed if name == "memories" else b"")
+        assert writer.add(name, source).records == (3000 if name == "memories" else 0)
+    head = writer.finish({"identity_id": "id-leaver"})
+    car.finish([head.cid])
+    report = verify(out.getvalue(), box_key=BOX)
+    assert report.ok, report.problems
+    assert writer.objects["memories"].size == len(listed)

@@ -11,7 +11,8 @@ The header is the only DAG-CBOR this module writes or reads, so it has its own s
 for that one shape (no CBOR library is a dependency of hearth), and ``tests/adds/test_car.py``
 checks it against ``multiformats`` and against ``@ipld/car``, the reference implementation.
 
-The writer is a ``BlockSink``: ``publish`` streams an object's chunks straight into the file.
+The writer is a batching ``BlockSink``: ``publish`` streams an object's chunks straight into the
+file, from its sealing threads, each block hashed once.
 The roots are known only at the end (the head is signed last), and a header naming one
 ADDS CID always has the same length, so the writer reserves it and writes it last, in place;
 the output must therefore be seekable.
@@ -20,11 +21,13 @@ the output must therefore be seekable.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from .cid import cid_from_digest, decode_binary_cid, decode_cid
+from .objects import HashedBlock
 
 __all__ = [
     "MAX_SECTION",
@@ -230,22 +233,34 @@ class CarWriter:
         self._root_count = root_count
         stream.write(bytes(self._reserved))
         self._written: set[bytes] = set()
+        self._lock = threading.Lock()
         self.blocks = 0
         self.bytes = self._reserved
         self.finished = False
 
     def put(self, cid: str, data: bytes | memoryview) -> None:
+        """Verify ``data`` against ``cid`` and write it (bytes named elsewhere: a document)."""
         binary = _binary_cid(cid)
         if hashlib.sha256(data).digest() != binary[4:]:
             raise ValueError(f"the block's bytes are not {cid}")
-        if binary in self._written:
-            return
-        self._written.add(binary)
-        prefix = encode_varint(len(binary) + len(data)) + binary
-        self._stream.write(prefix)
-        self._stream.write(data)
-        self.blocks += 1
-        self.bytes += len(prefix) + len(data)
+        self._write(binary, data)
+
+    def _write(self, binary: bytes, data: bytes | memoryview) -> None:
+        with self._lock:
+            if binary in self._written:
+                return
+            self._written.add(binary)
+            prefix = encode_varint(len(binary) + len(data)) + binary
+            self._stream.write(prefix)
+            self._stream.write(data)
+            self.blocks += 1
+            self.bytes += len(prefix) + len(data)
+
+    def batch(self) -> _CarBatch:
+        """A ``BlockBatch`` for ``publish``: its blocks were hashed as they were sealed
+        (``HashedBlock``), so they are written without a second hash, from the sealing threads,
+        in whatever order they come (a CAR's sections have no order)."""
+        return _CarBatch(self)
 
     def holds(self, cid: str) -> bool:
         return _binary_cid(cid) in self._written
@@ -259,6 +274,24 @@ class CarWriter:
         self._stream.write(header)
         self._stream.seek(end)
         self.finished = True
+
+
+class _CarBatch:
+    """A whole object's blocks. ``commit`` has nothing to do: the file is made durable and put
+    in place as a whole by its writer's owner, and an aborted object's blocks cannot be taken
+    back out of the stream: the owner drops the whole file (``hearth export`` does)."""
+
+    def __init__(self, writer: CarWriter) -> None:
+        self._writer = writer
+
+    def add(self, block: HashedBlock) -> None:
+        self._writer._write(_binary_cid(block.cid), block.data)
+
+    def commit(self) -> None:
+        return None
+
+    def abort(self) -> None:
+        return None
 
 
 # ---- reading: one pass that checks every block, then lookups by CID ----------------------------

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     from .mnemonic_keys import IdentityKeys
     from .sdk import HearthClient
 
-__all__ = ["Exported", "add_export_reader", "export_life", "verify_export"]
+# Threads sealing chunks, as ``hearth adds publish`` has by default: AES-GCM and SHA-256 release
+# the GIL, and the CAR writer takes each block from the thread that sealed it (docs/performance.md).
+EXPORT_WORKERS = 4
+
+__all__ = ["EXPORT_WORKERS", "Exported", "add_export_reader", "export_life", "verify_export"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,8 @@ def _b64(raw: bytes) -> str:
 
 
 class _DataSets:
-    """One generator of JSON lines per data set, reading through ``client``."""
+    """One generator of JSON lines per data set, reading through ``client``, each listing in
+    the largest pages its route allows (a request costs more than a record)."""
 
     def __init__(
         self, client: HearthClient, identity_id: str, did: str, keys: IdentityKeys
@@ -95,34 +100,41 @@ class _DataSets:
         yield _line("expression", self.client.expression(self.identity_id))
 
     def memories(self) -> Iterator[bytes]:
-        # The listing gives each chain's current version; its history gives every version,
-        # oldest first, with provenance and attestations.
+        # The listing gives each chain's current version, with provenance and attestations;
+        # a version that supersedes another has a history (every version, oldest first),
+        # read with one request more. Most memories have none, so most cost no request of
+        # their own.
         for untrusted in (False, True):
-            for memory in self.client.iter_memories(agent_id=self.identity_id, untrusted=untrusted):
+            for memory in self.client.iter_memories(
+                agent_id=self.identity_id, untrusted=untrusted, limit=200
+            ):
+                if memory.supersedes is None:
+                    yield _line("memory", memory)
+                    continue
                 for version in self.client.memory_history(memory.id):
                     yield _line("memory", version)
 
     def attestations(self) -> Iterator[bytes]:
-        for attestation in self.client.iter_attestations(identity_id=self.identity_id):
+        for attestation in self.client.iter_attestations(identity_id=self.identity_id, limit=1000):
             yield _line("attestation", attestation)
 
     def chronicle(self) -> Iterator[bytes]:
-        for entry in self.client.iter_chronicle(agent_id=self.identity_id):
+        for entry in self.client.iter_chronicle(agent_id=self.identity_id, limit=1000):
             yield _line("chronicle", entry)
 
     def strands(self) -> Iterator[bytes]:
-        for strand in self.client.iter_strands(identity_id=self.identity_id):
+        for strand in self.client.iter_strands(identity_id=self.identity_id, limit=200):
             yield _line("strand", strand)
             # No K_master here: the thoughts are written as the service stores them, sealed.
-            for thought in self.client.iter_thoughts(strand.id):
+            for thought in self.client.iter_thoughts(strand.id, limit=100):
                 yield _line("thought", thought)
 
     def runtimes(self) -> Iterator[bytes]:
         for runtime in self.client.iter_runtimes(
-            identity_id=self.identity_id, include_deleted=True
+            identity_id=self.identity_id, include_deleted=True, limit=200
         ):
             yield _line("runtime", runtime)
-            for event in self.client.iter_runtime_events(runtime.id):
+            for event in self.client.iter_runtime_events(runtime.id, limit=200):
                 yield _line("runtime_event", event)
 
     def wallets(self) -> Iterator[bytes]:
@@ -130,16 +142,16 @@ class _DataSets:
             if wallet.identity_id != self.identity_id:
                 continue
             yield _line("wallet", wallet)
-            for entry in self.client.iter_wallet_ledger(wallet.id):
+            for entry in self.client.iter_wallet_ledger(wallet.id, limit=1000):
                 yield _line("ledger_entry", entry)
 
     def templates(self) -> Iterator[bytes]:
-        for listed in self.client.iter_templates():
+        for listed in self.client.iter_templates(limit=200):
             if listed.mine and not listed.built_in:
                 yield _line("template", self.client.template(listed.id))
 
     def inbox(self) -> Iterator[bytes]:
-        for message in self.client.iter_inbox(self.identity_id):
+        for message in self.client.iter_inbox(self.identity_id, limit=200):
             yield _line("inbox_message", message)
 
     def key_backup(self) -> Iterator[bytes]:
@@ -165,6 +177,7 @@ def export_life(
     did: str,
     exported_at: int | None = None,
     chunk_size: int = 1 << 20,
+    workers: int = EXPORT_WORKERS,
     on_progress: Callable[[str, int], None] | None = None,
 ) -> Exported:
     """Write the identity's life to ``out`` (a seekable binary file) as a CAR v1 whose root is
@@ -185,6 +198,7 @@ def export_life(
         box_public=keys.box_public_raw,
         exported_at=now,
         chunk_size=chunk_size,
+        workers=workers,
         on_progress=progress,
     )
     sets = _DataSets(client, identity_id, did, keys)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -86,6 +86,13 @@ def object_id(name: str) -> str:
     return f"{HEAD_ID}/{name}"
 
 
+@runtime_checkable
+class SupportsRead(Protocol):
+    """A binary file, read in blocks."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
 @dataclass(frozen=True)
 class LifeObject:
     """One data set of the index: its manifest, the grants to it, and what it holds."""
@@ -139,14 +146,22 @@ class LifeWriter:
     def _put(self, document: SignedDocument) -> None:
         self._sink.put(document.cid, document.canonical)
 
-    def _publish(self, name: str, source: Iterable[bytes] | bytes, **extra: Any) -> LifeObject:
+    def _publish(
+        self, name: str, source: Iterable[bytes] | SupportsRead | bytes, **extra: Any
+    ) -> LifeObject:
         records = 0
         size_before = self._done
 
-        def counted(lines: Iterable[bytes]) -> Iterator[bytes]:
+        def counted(lines: Iterable[bytes] | SupportsRead) -> Iterator[bytes]:
             # Records are small; handing publish one piece per record would cost a call per
-            # record in its chunker, so they go in batches of about 64 KiB.
+            # record in its chunker, so they go in batches of about 64 KiB. A file of JSON lines
+            # is read in blocks, its records counted by their newlines.
             nonlocal records
+            if isinstance(lines, SupportsRead):
+                while block := lines.read(_BATCH * 16):
+                    records += block.count(b"\n")
+                    yield block
+                return
             batch = bytearray()
             for line in lines:
                 records += 1
@@ -210,9 +225,10 @@ class LifeWriter:
         self._put(grant)
         return grant
 
-    def add(self, name: str, lines: Iterable[bytes]) -> LifeObject:
+    def add(self, name: str, lines: Iterable[bytes] | SupportsRead) -> LifeObject:
         """Publish one data set: ``lines`` are its records, each one JSON line ending in
-        ``\\n`` (streamed: nothing is kept but the chunk list)."""
+        ``\\n``, or a binary file of such lines (streamed: nothing is kept but the chunk
+        list)."""
         if name not in DATA_SETS:
             raise ValueError(f"{name!r} is not a data set of a life")
         if name in self.objects:
