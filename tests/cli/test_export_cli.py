@@ -5,6 +5,7 @@ HTTP: a life with a record of every kind is written to a CAR on this machine, ve
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,11 +15,12 @@ import pytest
 
 from tests.support.cli_homes import home_with_identity, ok, run
 from tests.support.ipld_car import read_with_ipld_car
-from tests.support.live import live_on
+from tests.support.live import Live, live_on
 
 
 @dataclass
 class Exported:
+    live: Live
     home: Path
     tmp: Path
     car: Path
@@ -49,7 +51,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exported]:
         ok(run(["backup", "push"], home))
         car = tmp / "life.car"
         written = j(["export", "-o", str(car), "--json"], home)
-        yield Exported(home, tmp, car, written, made)
+        yield Exported(live, home, tmp, car, written, made)
 
 
 def test_export_writes_every_data_set(exported: Exported) -> None:
@@ -143,3 +145,26 @@ def test_a_reader_added_to_an_export_opens_it_with_its_own_key(exported: Exporte
     again = run([*added[:2], str(broken), *added[3:-3], "-o", elsewhere], exported.home)
     assert again.exit_code == 1
     assert not (exported.tmp / "x.car").exists()
+
+
+def test_an_export_is_signed_only_with_the_identitys_own_root_key(
+    exported: Exported, tmp_path: Path
+) -> None:
+    # A child of the same project has a root key of its own: this home's keys, pointed at the
+    # child, are not its root key, so nothing is signed or written.
+    child = j(
+        ["fork", "--name", "Kid", "--save-key", str(tmp_path / "kid.pem"), "--json"], exported.home
+    )
+    home = tmp_path / "home"
+    shutil.copytree(exported.home, home)
+    for name in ("profile.json", "keys.backup.json"):
+        record = json.loads((home / name).read_text())
+        record.update({"identity_id" if name == "profile.json" else "agent_id": child["agent_id"]})
+        record["did"] = child["did"]
+        (home / name).write_text(json.dumps(record))
+    target = tmp_path / "wrong.car"
+    result = run(["export", "-o", str(target)], home)
+    assert result.exit_code == 1, result.output
+    assert "not the root key" in result.stderr
+    assert not target.exists()
+    assert not target.with_name("wrong.car.partial").exists()

@@ -104,6 +104,9 @@ def export(  # noqa: PLR0917 - typer reads options from the signature
     except OSError as exc:
         partial.unlink(missing_ok=True)
         failure(f"cannot write {out}: {exc.strerror}")
+    except ValueError as exc:
+        partial.unlink(missing_ok=True)
+        failure(str(exc))
     partial.replace(out)
     if as_json:
         print_json({"file": str(out), **exported.to_json()})

@@ -182,8 +182,22 @@ def export_life(
 ) -> Exported:
     """Write the identity's life to ``out`` (a seekable binary file) as a CAR v1 whose root is
     the head signed by ``keys.signing`` (the root key). ``on_progress(data set, bytes so far)``
-    is called as each chunk is written."""
+    is called as each chunk is written. ``ValueError`` when ``keys`` are not the identity's
+    root key as the service records it (nothing is written then)."""
     now = int(time.time()) if exported_at is None else exported_at
+    # An export is signed by the identity's root key; refuse to sign one with another key
+    # before anything is written (a home's keys of another identity, an unrooted identity).
+    authority = client.authority(identity_id)
+    recorded = authority.root_public_key or ""
+    try:
+        same_key = base64.b64decode(recorded, validate=True) == keys.signing_public_raw
+    except ValueError:
+        same_key = False
+    if not same_key or authority.did != did:
+        raise ValueError(
+            f"these keys are not the root key of {did}: the service names "
+            f"{authority.root_public_key or 'no root key'}"
+        )
     car = CarWriter(out)
     current = {"name": DATA_SETS[0]}
 
