@@ -4,6 +4,7 @@ HTTP: a life with a record of every kind is written to a CAR on this machine, ve
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import Iterator
@@ -13,7 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli_homes import home_with_identity, ok, run
+from hearth.client import AsyncHearthClient
+from hearth.client.backup import open_backup
+from hearth.client.export import verify_export
+from tests.support.cli_homes import PASSPHRASE, home_with_identity, ok, run
 from tests.support.ipld_car import read_with_ipld_car
 from tests.support.live import Live, live_on
 
@@ -168,3 +172,24 @@ def test_an_export_is_signed_only_with_the_identitys_own_root_key(
     assert "not the root key" in result.stderr
     assert not target.exists()
     assert not target.with_name("wrong.car.partial").exists()
+
+
+def test_the_async_client_exports_the_same_life(exported: Exported, tmp_path: Path) -> None:
+    sealed = json.loads((exported.home / "keys.backup.json").read_text())
+    keys = open_backup(sealed["blob_base64"], sealed["key_derivation"], PASSPHRASE)
+    profile = json.loads((exported.home / "profile.json").read_text())
+    target = tmp_path / "async.car"
+
+    async def export() -> Any:
+        async with AsyncHearthClient.from_home(exported.home) as client:
+            with target.open("wb") as out:
+                return await client.export_life(
+                    out, keys=keys, identity_id=profile["identity_id"], did=profile["did"]
+                )
+
+    written = asyncio.run(export())
+    with target.open("rb") as car:
+        report = verify_export(car, box_key=keys.box)
+    assert report.ok, report.problems
+    assert report.root == written.root
+    assert written.records["memories"] == exported.written["records"]["memories"]
