@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hearth.client.home import read_api_key
 from tests.support.cli_commands import leaf_commands, option_names
 from tests.support.cli_homes import home_with_identity, ok, run
 from tests.support.live import Live, live_on
@@ -74,8 +75,8 @@ def made(result_stdout: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("json_everywhere")
-    with live_on("sqlite", tmp / "service") as live:
-        for who in ("me", "sponsor"):  # where each home's recovery words are written
+    with live_on("sqlite", tmp / "service") as live, live_on("sqlite", tmp / "other") as other:
+        for who in ("me", "sponsor", "elsewhere"):  # where each home's recovery words are written
             (tmp / who).mkdir()
         home, profile = home_with_identity(live, tmp / "me", "Walker")
         sponsor_home, _sponsor = home_with_identity(live, tmp / "sponsor", "Sponsor")
@@ -127,6 +128,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         head = ["adds", "head", "new", "--key", w.file("ak.ed25519.pem"), "--issuer-id", "me"]
         ok(run([*head, "--head-id", "h", "--manifest", cid, "-o", w.file("head.json")], home))
         ok(run(["export", "-o", w.file("life.car"), "-q"], home))  # a life to verify
+        # Another service, and a project there, for `hearth import`.
+        elsewhere, _ = home_with_identity(other, tmp / "elsewhere", "Host")
+        v["other_url"] = other.base_url
+        v["other_key"] = read_api_key(elsewhere) or ""
         yield w
 
 
@@ -300,6 +305,14 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
     ("strands", "write"): lambda w: ["strands", "write", w.values["strand"], "a thought"],
     ("strands", "thoughts"): lambda w: ["strands", "thoughts", w.values["strand"]],
     ("export", "verify"): lambda w: ["export", "verify", w.file("life.car"), "--open"],
+    ("import",): lambda w: [
+        "import",
+        w.file("life.car"),
+        "--to",
+        w.values["other_url"],
+        "--api-key",
+        w.values["other_key"],
+    ],
     ("export", "add-reader"): lambda w: [
         "export",
         "add-reader",

@@ -81,6 +81,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "elevate",
         "Elevate an identity to Level 1 on a sponsor's statement (`hearth attestations sign`).",
     ),
+    "import": LazyCommand(
+        "hearth.cli.migrate",
+        "import_life",
+        "Import an exported life into another service (hearth import life.car --to URL).",
+    ),
     "chronicle": LazyCommand(
         "hearth.cli.chronicle",
         "chronicle",

@@ -21,6 +21,7 @@ from .errors import HearthError
 from .identity import IdentityCalls
 from .life import LifeCalls
 from .memories import MemoryCalls
+from .migration import MigrationCalls
 from .orientation import OrientationCalls
 from .project import ProjectCalls
 from .runtimes import RuntimeCalls
@@ -49,6 +50,7 @@ class AsyncHearthClient(
     MemoryCalls,
     ProjectCalls,
     LifeCalls,
+    MigrationCalls,
     WakeCalls,
     RuntimeCalls,
 ):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -25,6 +26,7 @@ from .errors import HearthError
 if TYPE_CHECKING:
     from hearth.proofs.key_types import X25519PrivateKey
 
+    from .migration import Imported
     from .mnemonic_keys import IdentityKeys
     from .sdk import HearthClient
 
@@ -32,7 +34,14 @@ if TYPE_CHECKING:
 # the GIL, and the CAR writer takes each block from the thread that sealed it (docs/performance.md).
 EXPORT_WORKERS = 4
 
-__all__ = ["EXPORT_WORKERS", "Exported", "add_export_reader", "export_life", "verify_export"]
+__all__ = [
+    "EXPORT_WORKERS",
+    "Exported",
+    "add_export_reader",
+    "export_life",
+    "import_export",
+    "verify_export",
+]
 
 
 @dataclass(frozen=True)
@@ -284,3 +293,35 @@ def add_export_reader(
     )
     car.finish([head.cid])
     return head.cid
+
+
+def import_export(
+    target: HearthClient,
+    source: BinaryIO,
+    *,
+    keys: IdentityKeys,
+    display_name: str | None = None,
+    now: int | None = None,
+) -> Imported:
+    """Import the export in ``source`` into ``target``'s project: the copy granted to the
+    target's X25519 key (``add_export_reader``, made in memory), then the import with a fresh
+    key proof by ``keys.signing``. Memory: the copy is held whole (it is the request's body)."""
+    box = target.provider_box_key()
+    audience_public = base64.urlsafe_b64decode(
+        box.x25519_public_key + "=" * (-len(box.x25519_public_key) % 4)
+    )
+    copy = io.BytesIO()
+    add_export_reader(
+        source,
+        copy,
+        keys=keys,
+        audience=f"provider:{box.ed25519_public_key}",
+        audience_public=audience_public,
+        now=now,
+    )
+    return target.import_life(
+        copy.getvalue(),
+        root_key=keys.signing,
+        box_public=box.x25519_public_key,
+        display_name=display_name,
+    )

@@ -39,6 +39,7 @@ from .errors import HearthError
 from .identity import IdentityCalls
 from .life import LifeCalls
 from .memories import MemoryCalls
+from .migration import MigrationCalls
 from .orientation import OrientationCalls
 from .project import ProjectCalls
 from .runtimes import RuntimeCalls
@@ -68,6 +69,7 @@ class HearthClient(
     MemoryCalls,
     ProjectCalls,
     LifeCalls,
+    MigrationCalls,
     WakeCalls,
     RuntimeCalls,
 ):

@@ -147,6 +147,13 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         409,
+        "import_proof_used identity_exists",
+        "`POST /v1/identities/import`: a replayed import proof; a root key (or identity id) "
+        "this service already holds",
+        "export.md#import",
+    ),
+    _row(
+        409,
         "not_held",
         "a receipt asked for items the project does not hold (`details.missing`)",
         f"{SERVICE}#provider-node",
@@ -251,6 +258,14 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
         "pow_insufficient",
         "registration",
         f"{SERVICE}#arrival",
+    ),
+    _row(
+        422,
+        "import_proof_required import_proof_stale import_proof_invalid import_not_car "
+        "import_invalid",
+        "`POST /v1/identities/import`: no key proof, a stale or wrong one, a body that is not a "
+        "CAR, an archive that does not verify with this service's key (`details.problems`)",
+        "export.md#import",
     ),
     _row(
         422,

@@ -54,8 +54,9 @@ class NewIdentity:
     parent_identity_id: str | None = None
 
 
-def create(conn: Connection, new: NewIdentity) -> IdentityRow:
-    identity_id = new_id()
+def create(conn: Connection, new: NewIdentity, *, identity_id: str | None = None) -> IdentityRow:
+    """A new identity; ``identity_id`` is given only by an import (it keeps its id)."""
+    identity_id = identity_id or new_id()
     now = utcnow()
     row = {
         "id": identity_id,
