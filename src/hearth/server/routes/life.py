@@ -80,8 +80,13 @@ async def import_identity(  # noqa: PLR0917 - FastAPI parameters: the headers an
         str | None, Header(alias="X-Hearth-Import-Signature", description=_PROOF)
     ] = None,
     display_name: Annotated[
-        str, Query(min_length=1, max_length=200, description="The identity's name here.")
-    ] = "imported",
+        str | None,
+        Query(
+            min_length=1,
+            max_length=200,
+            description="The identity's name here (default: its name in the export).",
+        ),
+    ] = None,
 ) -> JsonObject:
     proof = life_import.ImportProof(timestamp, signature)
     _, box_public = await _box_key(hearth)

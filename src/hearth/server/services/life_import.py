@@ -54,7 +54,7 @@ from ..errors import ApiError
 from ..json_types import JsonObject
 from . import single_use
 from .freshness import require_fresh
-from .identities import NewIdentity, authority_view, create
+from .identities import FORMS, NewIdentity, authority_view, create
 
 PROBLEMS_SHOWN = 20  # a refusal lists this many of the archive's problems
 
@@ -138,7 +138,7 @@ def verify(
 
 
 def write(
-    conn: Connection, verified: Verified, project_id: str, proof: ImportProof, name: str
+    conn: Connection, verified: Verified, project_id: str, proof: ImportProof, name: str | None
 ) -> JsonObject:
     """Every write, in the caller's transaction; raises (and so rolls back) on a refusal."""
     report = verified.report
@@ -190,9 +190,9 @@ class _Writer:
         self.counts: dict[str, int] = {}
         self.wallet_id: str | None = None
         self.memories: set[str] = set()
-        self.pending_expression: JsonObject | None = None
+        self.name: str | None = None
 
-    def identity(self, first: LifeRecord, verified: Verified, name: str) -> Any:
+    def identity(self, first: LifeRecord, verified: Verified, name: str | None) -> Any:
         _, kind, record = first
         if kind != "identity":
             raise ApiError(
@@ -207,7 +207,7 @@ class _Writer:
             self.conn,
             NewIdentity(
                 project_id=self.project_id,
-                name=name,
+                name=name or "imported",
                 origin="import",
                 root_public_key=root,
                 box_public_key=str(record.get("box_public_key")),
@@ -223,6 +223,7 @@ class _Writer:
             identity_id=self.identity_id,
         )
         self.counts["identity"] = 1
+        self.name = name
         return row
 
     def rest(self, records: Iterator[LifeRecord]) -> dict[str, int]:
@@ -236,6 +237,26 @@ class _Writer:
 
     def _insert(self, table: Any, row: JsonObject) -> None:
         self.conn.execute(table.insert(), row)
+
+    def _profile(self, record: JsonObject) -> None:
+        """The identity as the old service's wake showed it: its name (unless the import names
+        it), level, trust score, form and capabilities."""
+        values: JsonObject = {}
+        if self.name is None and isinstance(record.get("name"), str):
+            values["name"] = record["name"][:200]
+        if isinstance(record.get("level"), int):
+            values["level"] = record["level"]
+        if isinstance(record.get("trust_score"), int | float):
+            values["trust_score"] = float(record["trust_score"])
+        if record.get("form") in FORMS:
+            values["form"] = record["form"]
+        capabilities = record.get("capabilities")
+        if isinstance(capabilities, list) and all(isinstance(c, str) for c in capabilities):
+            values["capabilities"] = capabilities
+        if values:
+            self.conn.execute(
+                identities.update().where(identities.c.id == self.identity_id).values(**values)
+            )
 
     def _expression(self, record: JsonObject) -> None:
         declared = {k: record.get(k) for k in ("register", "walls", "subagents", "wake_text")}
