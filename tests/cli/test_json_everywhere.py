@@ -76,7 +76,12 @@ def made(result_stdout: str) -> dict[str, str]:
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("json_everywhere")
     with live_on("sqlite", tmp / "service") as live, live_on("sqlite", tmp / "other") as other:
-        for who in ("me", "sponsor", "elsewhere"):  # where each home's recovery words are written
+        for who in (
+            "me",
+            "sponsor",
+            "elsewhere",
+            "mover",
+        ):  # where each home's recovery words are written
             (tmp / who).mkdir()
         home, profile = home_with_identity(live, tmp / "me", "Walker")
         sponsor_home, _sponsor = home_with_identity(live, tmp / "sponsor", "Sponsor")
@@ -132,6 +137,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         elsewhere, _ = home_with_identity(other, tmp / "elsewhere", "Host")
         v["other_url"] = other.base_url
         v["other_key"] = read_api_key(elsewhere) or ""
+        # An identity of its own for `hearth move` (after it, its mutations are refused).
+        mover, _ = home_with_identity(live, tmp / "mover", "Mover")
+        v["mover_home"] = str(mover)
         yield w
 
 
@@ -312,6 +320,13 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
         w.values["other_url"],
         "--api-key",
         w.values["other_key"],
+    ],
+    ("move",): lambda w: [
+        "move",
+        "--to",
+        w.values["other_url"],
+        "--home",
+        w.values["mover_home"],
     ],
     ("export", "add-reader"): lambda w: [
         "export",

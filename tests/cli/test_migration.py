@@ -48,6 +48,8 @@ class Moved:
     imported: dict[str, Any] = field(default_factory=dict)
     replayed: httpx2.Response | None = None
     again: httpx2.Response | None = None
+    move: dict[str, Any] = field(default_factory=dict)
+    after_move: dict[str, Any] = field(default_factory=dict)
 
 
 def j(args: list[str], home: Path) -> Any:
@@ -166,6 +168,16 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
         m.imported = done.json()
         m.replayed = post(new, m.new_bearer, copy, headers)
         m.again = post(new, m.new_bearer, copy, proof(copy))
+        # The old service is told where the identity went.
+        m.move = j(["move", "--to", new.base_url, "--json"], home)
+        refused = run(["memory", "add", "Still here?", "--json"], home)
+        with HearthClient(old.base_url, api_key=m.old_bearer) as client:
+            kept = len(list(client.iter_memories(agent_id=profile["identity_id"])))
+        m.after_move = {
+            "memory_add": (refused.exit_code, refused.output),
+            "memories_kept": kept,
+            "again": run(["move", "--to", new.base_url, "--json"], home).output,
+        }
         yield m
 
 
@@ -301,3 +313,16 @@ def test_the_elevation_statement_verifies_on_the_new_service(moved: Moved) -> No
         statement.initial_credits,
     )
     assert verify_digest(b64_decode(statement.public_key), statement.signature, digest)
+
+
+def test_a_moved_identity_refuses_mutations_and_keeps_everything(moved: Moved) -> None:
+    assert moved.move["status"] == "moved"
+    assert moved.move["moved_to"]["service"] == moved.new.base_url
+    assert moved.move["moved_to"]["did"] == moved.profile["did"]
+    exit_code, output = moved.after_move["memory_add"]
+    assert exit_code == 1
+    assert "moved (HTTP 410)" in output
+    assert moved.new.base_url in output
+    assert "moved (HTTP 410)" in moved.after_move["again"]
+    # Nothing is deleted: reads answer as before.
+    assert moved.after_move["memories_kept"] == 2  # the welcome letter and the v2 chain head

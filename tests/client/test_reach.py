@@ -75,8 +75,8 @@ def test_the_sdk_reaches_every_operation(recorded: tuple[Live, Recorder]) -> Non
         life(client, live, made, me.agent_id, me.did)
         runtimes(client, live, made, me.agent_id)
         wake(client, me.agent_id)
-        migration(client, made, me.agent_id, me.did)
         adds(live, client.api_key or "")
+        migration(client, made, me.agent_id, me.did)
     reached = set(recorder.reached)
 
     operations = openapi_operations(live.app)
@@ -205,6 +205,11 @@ def migration(client: HearthClient, made: NewIdentity, agent_id: str, did: str) 
     life_car.seek(0)
     # Into the service that holds it already: refused (409), but reached.
     refused(import_export, client, life_car, keys=made.keys)
+    # Last of all the calls: a moved identity refuses every mutation afterwards.
+    moved = client.move_identity(
+        agent_id, service="https://elsewhere.example", did=did, root_key=made.keys.signing
+    )
+    assert moved.status == "moved"
 
 
 def runtimes(client: HearthClient, live: Live, made: NewIdentity, agent_id: str) -> None:

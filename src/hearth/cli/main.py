@@ -86,6 +86,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "import_life",
         "Import an exported life into another service (hearth import life.car --to URL).",
     ),
+    "move": LazyCommand(
+        "hearth.cli.migrate",
+        "move",
+        "Record on this home's service that its identity moved to another (after hearth import).",
+    ),
     "chronicle": LazyCommand(
         "hearth.cli.chronicle",
         "chronicle",

@@ -11,15 +11,18 @@ import typer
 from hearth.client import HearthError
 
 from .client_config import (
+    BASE_URL_OPTION,
     HOME_OPTION,
     JSON_OPTION,
     PASSPHRASE_FILE_OPTION,
+    client_for,
     failure,
     hidden_prompt,
     home_dir,
     http_failure,
     load_profile,
     open_home_keys,
+    open_root_key,
     output,
     print_json,
     usage_error,
@@ -86,3 +89,45 @@ def import_life(  # noqa: PLR0917 - typer reads options from the signature
     output.print(
         f"imported {imported.authority.did} into {to}: {records} records; root {imported.root}"
     )
+
+
+def move(  # noqa: PLR0917 - typer reads options from the signature
+    to: str = typer.Option(
+        ..., "--to", help="The address of the service it lives on now.", show_default=False
+    ),
+    did: str | None = typer.Option(
+        None,
+        "--did",
+        help="The identity's DID there (default: the same DID, as an import keeps it).",
+        show_default=False,
+    ),
+    as_json: bool = JSON_OPTION,
+    home: Path | None = HOME_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+    passphrase_file: Path | None = PASSPHRASE_FILE_OPTION,
+) -> None:
+    """Record on this home's service that its identity moved to another (after hearth import).
+
+    Signed with the root key. Its mutations there are refused from then on (410, with where it
+    went); nothing is deleted."""
+    home_path = home_dir(home)
+    client, profile = client_for(home_path, base_url)
+    root_key = open_root_key(home_path, profile, passphrase_file)
+    try:
+        with client:
+            moved = client.move_identity(
+                profile.identity_id, service=to, did=did or profile.did, root_key=root_key
+            )
+    except (HearthError, httpx2.HTTPError) as exc:
+        http_failure(exc)
+    if as_json:
+        print_json(
+            {
+                "identity_id": moved.identity_id,
+                "did": moved.did,
+                "status": moved.status,
+                "moved_to": moved.moved_to,
+            }
+        )
+        return
+    output.print(f"{moved.did} moved to {moved.moved_to.get('service')}")

@@ -17,9 +17,10 @@ from hearth.proofs.life_import import IMPORT_HEADERS, import_digest
 
 from .calls import Call, op
 from .common import Authority, Transport, _obj, _str
+from .core import CoreCalls
 from .errors import HearthError
 
-__all__ = ["Imported", "MigrationCalls", "ProviderBoxKey"]
+__all__ = ["Imported", "MigrationCalls", "Moved", "ProviderBoxKey"]
 
 CAR_MEDIA_TYPE = "application/vnd.ipld.car"
 
@@ -59,6 +60,26 @@ class Imported:
         )
 
 
+@dataclass(frozen=True)
+class Moved:
+    """An identity recorded as moved: where it lives now (``service``, ``did``)."""
+
+    identity_id: str
+    did: str
+    status: str
+    moved_to: dict[str, str]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Moved:
+        where = _obj(data.get("moved_to"))
+        return cls(
+            identity_id=_str(data, "identity_id"),
+            did=_str(data, "did"),
+            status=_str(data, "status"),
+            moved_to={k: v for k, v in where.items() if isinstance(v, str)},
+        )
+
+
 class MigrationCalls:
     @op
     def provider_box_key(self: Transport) -> Call[ProviderBoxKey]:
@@ -93,3 +114,26 @@ class MigrationCalls:
         if not response.is_success:
             raise HearthError.from_response(response)
         return Imported.from_json(response.json())
+
+    @op
+    def move_identity(
+        self: Transport,
+        identity_id: str,
+        *,
+        service: str,
+        did: str,
+        root_key: Ed25519PrivateKey,
+    ) -> Call[Moved]:
+        """Record on this service that the identity now lives on ``service`` as ``did`` (its
+        mutations here are refused with 410 ``moved`` afterwards), with the root proof."""
+        authority = yield from CoreCalls.authority.gen(self, identity_id)
+        data = yield from CoreCalls.root_request.gen(
+            self,
+            "POST",
+            f"/v1/identities/{identity_id}/move",
+            json_body={"service": service, "did": did},
+            did=authority.did,
+            root_key=root_key,
+            sequence=authority.next_sequence if authority.mode == "agent_root" else None,
+        )
+        return Moved.from_json(_obj(data))

@@ -224,6 +224,13 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
         f"{SERVICE}#arrival",
     ),
     _row(
+        410,
+        "moved",
+        "a mutation naming an identity that moved to another service (`details.moved_to`: "
+        "its address and DID there)",
+        "export.md#moving",
+    ),
+    _row(
         413,
         "payload_too_large",
         "the body is over `MAX_BODY_BYTES` (a block: over `MAX_BLOCK_BYTES`), whether it was "

@@ -7,17 +7,17 @@ import tempfile
 from typing import Annotated
 
 import anyio.to_thread
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 
 from hearth.adds import b64url_encode
 from hearth.proofs.life_import import PROVIDER_BOX_INFO
 
-from ..auth import CallerDep, HearthDep
+from ..auth import Authorized, CallerDep, HearthDep, root_proof
 from ..json_types import JsonObject
-from ..models_life import ImportedIdentity, ProviderBoxKey
-from ..services import life_import, provider
+from ..models_life import ImportedIdentity, MovedIdentity, MoveRequest, ProviderBoxKey
+from ..services import life_import, moves, provider
 from ..services.provider_key import ProviderKeyUnavailable, public_key_b64url
-from .common import errors
+from .common import ROOTED, errors
 
 router = APIRouter(tags=["identities"])
 
@@ -108,3 +108,17 @@ async def import_identity(  # noqa: PLR0917 - FastAPI parameters: the headers an
         return await hearth.db.transaction(
             life_import.write, verified, caller.project_id, proof, display_name
         )
+
+
+@router.post(
+    "/v1/identities/{id}/move",
+    response_model=MovedIdentity,
+    responses=errors(*ROOTED, 410),
+    summary="Record that the identity moved to another service (bearer + root proof)",
+)
+async def move_identity(
+    id: str,
+    auth: Annotated[Authorized[MoveRequest], Depends(root_proof(MoveRequest))],
+    hearth: HearthDep,
+) -> JsonObject:
+    return await hearth.db.transaction(moves.move, auth.grant, auth.body.service, auth.body.did)
