@@ -9,6 +9,7 @@ read what each step answered and what each service holds."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_identity
 from hearth.proofs import b64_decode, elevate_digest, format_timestamp, sign_digest, verify_digest
 from hearth.proofs.life_import import import_digest
 from tests.support.cli_homes import ok, run
+from tests.support.databases import fresh_postgres_database
 from tests.support.live import free_port
 from tests.support.served import Served, hearth_serve, serve_env
 
@@ -66,11 +68,11 @@ def register_home(base_url: str, home: Path, name: str) -> tuple[dict[str, str],
     return profile, words.read_text().strip()
 
 
-def serve(tmp: Path, name: str) -> Any:
+def serve(tmp: Path, name: str, url: str | None = None) -> Any:
     directory = tmp / name
     (directory / "dist").mkdir(parents=True)
     port = free_port()
-    url = f"sqlite+aiosqlite:///{directory}/hearth.sqlite3"
+    url = url or f"sqlite+aiosqlite:///{directory}/hearth.sqlite3"
     return hearth_serve(directory, serve_env(directory, url, port), port)
 
 
@@ -109,10 +111,19 @@ def identities_on(base_url: str, bearer: str, identity_id: str) -> int:
     return sum(1 for agent in agents if agent["id"] == identity_id)
 
 
-@pytest.fixture(scope="module")
-def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def moved(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Moved]:
+    """The old service on SQLite; the new one on SQLite, then on PostgreSQL (skipped without
+    SERVICE_TEST_DATABASE_URL outside CI)."""
     tmp = tmp_path_factory.mktemp("migration")
-    with serve(tmp, "old") as old, serve(tmp, "new") as new:
+    with contextlib.ExitStack() as stack:
+        new_url = None
+        if request.param == "postgresql":
+            new_url = stack.enter_context(fresh_postgres_database())
+        old = stack.enter_context(serve(tmp, "old"))
+        new = stack.enter_context(serve(tmp, "new", new_url))
         home = tmp / "home"
         profile, words = register_home(old.base_url, home, "Leaver")
         keys = derive_keys(words)
