@@ -233,8 +233,8 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     _row(
         413,
         "payload_too_large",
-        "the body is over `MAX_BODY_BYTES` (a block: over `MAX_BLOCK_BYTES`), whether it was "
-        "declared or streamed",
+        "the body is over `MAX_BODY_BYTES` (a block: over `MAX_BLOCK_BYTES`; an import: over "
+        "`MAX_IMPORT_BYTES`), whether it was declared or streamed",
     ),
     _row(
         422,
