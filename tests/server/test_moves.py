@@ -14,9 +14,11 @@ from tests.support.openapi import register_project
 ELSEWHERE = "https://elsewhere.example"
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    with live_on("sqlite", tmp_path_factory.mktemp("moves")) as live:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def live(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    with live_on(request.param, tmp_path_factory.mktemp("moves")) as live:
         yield live
 
 
