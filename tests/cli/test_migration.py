@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,11 +24,20 @@ import httpx2
 import pytest
 
 from hearth.adds import b64url_decode
+from hearth.adds.car import CarWriter
 from hearth.client import HearthClient
 from hearth.client.export import add_export_reader
 from hearth.client.home import read_api_key
 from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_identity
-from hearth.proofs import b64_decode, elevate_digest, format_timestamp, sign_digest, verify_digest
+from hearth.proofs import (
+    b64_decode,
+    b64_encode,
+    elevate_digest,
+    format_timestamp,
+    sign_digest,
+    verify_digest,
+)
+from hearth.proofs.life import DATA_SETS, LifeWriter
 from hearth.proofs.life_import import import_digest
 from tests.support.cli_homes import ok, run
 from tests.support.databases import fresh_postgres_database
@@ -339,3 +350,53 @@ def test_a_moved_identity_refuses_mutations_and_keeps_everything(moved: Moved) -
     assert "moved (HTTP 410)" in moved.after_move["again"]
     # Nothing is deleted: reads answer as before.
     assert moved.after_move["memories_kept"] == 2  # the welcome letter and the v2 chain head
+
+
+def crafted_life(signer: IdentityKeys, box_public: str, memory: dict[str, Any]) -> bytes:
+    """A life signed by ``signer`` for a new identity, granted to the service's key, holding
+    one memory record as given (what only a root key's holder can make)."""
+    identity_id = str(uuid.uuid4())
+    did = f"did:svc:{identity_id}"
+    identity = {
+        "identity_id": identity_id,
+        "did": did,
+        "service": "http://crafted.example",
+        "root_public_key": b64_encode(signer.signing_public_raw),
+        "box_public_key": b64_encode(signer.box_public_raw),
+    }
+    lines = {
+        "identity": [json.dumps({"kind": "identity", "record": identity}).encode() + b"\n"],
+        "memories": [json.dumps({"kind": "memory", "record": memory}).encode() + b"\n"],
+    }
+    out = io.BytesIO()
+    car = CarWriter(out)
+    writer = LifeWriter(
+        car,
+        key=signer.signing,
+        did=did,
+        box_public=b64url_decode(box_public),  # the service opens it as its owner would
+        exported_at=int(time.time()),
+    )
+    for name in DATA_SETS:
+        writer.add(name, lines.get(name, []))
+    head = writer.finish({"identity_id": identity_id, "service": "http://crafted.example"})
+    car.finish([head.cid])
+    return out.getvalue()
+
+
+def test_a_signed_life_that_clashes_or_is_malformed_writes_nothing(moved: Moved) -> None:
+    with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
+        box = client.provider_box_key().x25519_public_key
+        taken = next(iter(client.iter_memories(agent_id=moved.profile["identity_id"])))
+        before = len(client.wake()["you"]["agents"])
+    memory = {"id": taken.id, "agent_id": "x", "tier": "episodic", "content": "a clash"}
+    for record, expected in (
+        (memory, (409, "import_conflict")),  # an id this service holds already
+        ({"id": str(uuid.uuid4()), "tier": "episodic"}, (422, "import_invalid")),  # no content
+    ):
+        signer = new_identity().keys
+        life = crafted_life(signer, box, record)
+        answer = post(moved.new, moved.new_bearer, life, proof_headers(life, signer, box))
+        assert error_of(answer) == expected, answer.text
+    with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
+        assert len(client.wake()["you"]["agents"]) == before  # no identity was kept

@@ -147,9 +147,9 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         409,
-        "import_proof_used identity_exists",
+        "import_proof_used identity_exists import_conflict",
         "`POST /v1/identities/import`: a replayed import proof; a root key (or identity id) "
-        "this service already holds",
+        "this service already holds; a record id it holds already",
         "export.md#import",
     ),
     _row(

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from sqlalchemy import Connection, select
+from sqlalchemy.exc import IntegrityError
 
 from hearth.adds import AddsError, b64url_decode
 from hearth.adds.car import CarError, CarIndex
@@ -162,8 +163,22 @@ def write(
         )
     records = life_records(verified.blocks, report, verified.box_key, now=verified.now)
     writer = _Writer(conn, project_id, identity_id)
-    identity = writer.identity(next(records), verified, name)
-    counts = writer.rest(records)
+    try:
+        identity = writer.identity(next(records), verified, name)
+        counts = writer.rest(records)
+    except IntegrityError:
+        # An id of the archive (a memory, a strand, a wallet...) is taken here already; the
+        # transaction rolls back whole.
+        raise ApiError(
+            409,
+            "import_conflict",
+            "A record of the archive has an id this service already holds.",
+        ) from None
+    except (KeyError, TypeError, ValueError, StopIteration) as exc:
+        # Signed by the root key, yet not records this service reads: refused, nothing kept.
+        raise ApiError(
+            422, "import_invalid", f"A record of the archive is malformed ({type(exc).__name__})."
+        ) from None
     return {"authority": authority_view(identity), "records": counts, "root": report.root}
 
 
