@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hearth.client.home import read_api_key
 from tests.support.cli_commands import leaf_commands, option_names
 from tests.support.cli_homes import home_with_identity, ok, run
 from tests.support.live import Live, live_on
@@ -74,8 +75,13 @@ def made(result_stdout: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("json_everywhere")
-    with live_on("sqlite", tmp / "service") as live:
-        for who in ("me", "sponsor"):  # where each home's recovery words are written
+    with live_on("sqlite", tmp / "service") as live, live_on("sqlite", tmp / "other") as other:
+        for who in (
+            "me",
+            "sponsor",
+            "elsewhere",
+            "mover",
+        ):  # where each home's recovery words are written
             (tmp / who).mkdir()
         home, profile = home_with_identity(live, tmp / "me", "Walker")
         sponsor_home, _sponsor = home_with_identity(live, tmp / "sponsor", "Sponsor")
@@ -126,6 +132,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         v["manifest_cid"] = cid
         head = ["adds", "head", "new", "--key", w.file("ak.ed25519.pem"), "--issuer-id", "me"]
         ok(run([*head, "--head-id", "h", "--manifest", cid, "-o", w.file("head.json")], home))
+        ok(run(["export", "-o", w.file("life.car"), "-q"], home))  # a life to verify
+        # Another service, and a project there, for `hearth import`.
+        elsewhere, _ = home_with_identity(other, tmp / "elsewhere", "Host")
+        v["other_url"] = other.base_url
+        v["other_key"] = read_api_key(elsewhere) or ""
+        # An identity of its own for `hearth move` (after it, its mutations are refused).
+        mover, _ = home_with_identity(live, tmp / "mover", "Mover")
+        v["mover_home"] = str(mover)
         yield w
 
 
@@ -299,6 +313,33 @@ ARGS: dict[Path_, Callable[[World], list[str]]] = {
     ("strands", "list"): lambda w: ["strands", "list"],
     ("strands", "write"): lambda w: ["strands", "write", w.values["strand"], "a thought"],
     ("strands", "thoughts"): lambda w: ["strands", "thoughts", w.values["strand"]],
+    ("export", "verify"): lambda w: ["export", "verify", w.file("life.car"), "--open"],
+    ("import",): lambda w: [
+        "import",
+        w.file("life.car"),
+        "--to",
+        w.values["other_url"],
+        "--api-key",
+        w.values["other_key"],
+    ],
+    ("move",): lambda w: [
+        "move",
+        "--to",
+        w.values["other_url"],
+        "--home",
+        w.values["mover_home"],
+    ],
+    ("export", "add-reader"): lambda w: [
+        "export",
+        "add-reader",
+        w.file("life.car"),
+        "--audience",
+        "reader",
+        "--audience-key",
+        w.values["reader_key"],
+        "-o",
+        w.file("life-for-reader.car"),
+    ],
 }
 
 DATA = [path for path, _command in ALL if path not in NO_DATA]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import io
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from hearth.client import (
 )
 from hearth.client.backup import seal_backup
 from hearth.client.bridge import BridgeConfig, BridgeSidecar, bridge_url
+from hearth.client.export import import_export
 from hearth.client.mnemonic_keys import NewIdentity
 from hearth.proofs import b64_encode
 from hearth.proofs.key_types import Ed25519PrivateKey
@@ -74,6 +76,7 @@ def test_the_sdk_reaches_every_operation(recorded: tuple[Live, Recorder]) -> Non
         runtimes(client, live, made, me.agent_id)
         wake(client, me.agent_id)
         adds(live, client.api_key or "")
+        migration(client, made, me.agent_id, me.did)
     reached = set(recorder.reached)
 
     operations = openapi_operations(live.app)
@@ -194,6 +197,20 @@ def life(client: HearthClient, live: Live, made: NewIdentity, agent_id: str, did
     assert list(client.iter_public_agents(limit=1))
     client.public_agent(sponsored.did)
     refused(client.public_agent, did)  # private: not in the directory
+
+
+def migration(client: HearthClient, made: NewIdentity, agent_id: str, did: str) -> None:
+    assert client.provider_box_key().x25519_public_key
+    life_car = io.BytesIO()
+    client.export_life(life_car, keys=made.keys, identity_id=agent_id, did=did)
+    life_car.seek(0)
+    # Into the service that holds it already: refused (409), but reached.
+    refused(import_export, client, life_car, keys=made.keys)
+    # Last of all the calls: a moved identity refuses every mutation afterwards.
+    moved = client.move_identity(
+        agent_id, service="https://elsewhere.example", did=did, root_key=made.keys.signing
+    )
+    assert moved.status == "moved"
 
 
 def runtimes(client: HearthClient, live: Live, made: NewIdentity, agent_id: str) -> None:

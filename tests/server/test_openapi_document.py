@@ -50,6 +50,7 @@ HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 PUBLIC = {
     "GET /public/porch",
     "GET /public/plans",
+    "GET /public/provider/box-key",
     "GET /v1/welcome",
     "GET /v1/pathways",
     "GET /about",

@@ -81,6 +81,10 @@ TOLERATED: dict[str, tuple[tuple[int, ...], str]] = {
         "at least one word): docs/memory.md",
     ),
     "POST /v1/wallets/{wallet_id}/fund": ((402,), "the source wallet's balance"),
+    "POST /v1/identities/import": (
+        (422,),
+        "the body must be a signed exported life and the headers its root key's proof",
+    ),
 }
 
 # DELETE /v1/keys/{key_id} revokes a project key. In the main run it could (with the id GET

@@ -86,6 +86,16 @@ COMMANDS: dict[str, LazyCommand] = {
         "elevate",
         "Elevate an identity to Level 1 on a sponsor's statement (`hearth attestations sign`).",
     ),
+    "import": LazyCommand(
+        "hearth.cli.migrate",
+        "import_life",
+        "Import an exported life into another service (hearth import life.car --to URL).",
+    ),
+    "move": LazyCommand(
+        "hearth.cli.migrate",
+        "move",
+        "Record on this home's service that its identity moved to another (after hearth import).",
+    ),
     "chronicle": LazyCommand(
         "hearth.cli.chronicle",
         "chronicle",
@@ -145,6 +155,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "hearth.cli.strands",
         "app",
         "Create, list and show an identity's strands of thought; write and read thoughts.",
+    ),
+    "export": LazyCommand(
+        "hearth.cli.export",
+        "app",
+        "Export an identity's life as a signed, encrypted CAR file; verify one offline.",
     ),
 }
 

@@ -2,12 +2,15 @@
 event loop, sent with ``httpx2.AsyncClient``. Nothing of a call is written here: each is the
 generator its family's mixin defines once (``calls.py``), run by :class:`AsyncRunner` (the same
 GET-only retry on connection errors). Only what cannot pass through ``op`` is spelled out: the
-overloaded ``wake`` and ``scaffold`` (delegating to the shared request) and the voice's stream.
+overloaded ``wake`` and ``scaffold`` (delegating to the shared request), the voice's stream, and
+``export_life`` (many calls and file work, run in a thread).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, overload
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, overload
 
 import httpx2
 
@@ -18,6 +21,7 @@ from .errors import HearthError
 from .identity import IdentityCalls
 from .life import LifeCalls
 from .memories import MemoryCalls
+from .migration import MigrationCalls
 from .orientation import OrientationCalls
 from .project import ProjectCalls
 from .runtimes import RuntimeCalls
@@ -29,6 +33,10 @@ from .wake import (
     WakeCalls,
     voice_request,
 )
+
+if TYPE_CHECKING:
+    from .export import Exported
+    from .mnemonic_keys import IdentityKeys
 
 __all__ = ["AsyncHearthClient"]
 
@@ -42,6 +50,7 @@ class AsyncHearthClient(
     MemoryCalls,
     ProjectCalls,
     LifeCalls,
+    MigrationCalls,
     WakeCalls,
     RuntimeCalls,
 ):
@@ -181,3 +190,32 @@ class AsyncHearthClient(
         """The credential install script for ``platform`` (``linux``, ``macos``,
         ``windows``): JSON by default, the raw script with ``text=True``."""
         return await self._scaffold(platform, identity_id, text)
+
+    async def export_life(
+        self,
+        out: BinaryIO,
+        *,
+        keys: IdentityKeys,
+        identity_id: str,
+        did: str,
+        chunk_size: int = 1 << 20,
+        on_progress: Callable[[str, int], None] | None = None,
+    ) -> Exported:
+        """:meth:`HearthClient.export_life`, awaited: sealing and writing are CPU and file
+        work, so the export runs in a worker thread, on a synchronous client of the same
+        service and bearer, and the loop stays free (``on_progress`` is called from that
+        thread)."""
+        from .sdk import HearthClient  # noqa: PLC0415 (the sync runner, only when used)
+
+        def run() -> Exported:
+            with HearthClient(self.base_url, api_key=self.api_key, timeout=self._timeout) as sync:
+                return sync.export_life(
+                    out,
+                    keys=keys,
+                    identity_id=identity_id,
+                    did=did,
+                    chunk_size=chunk_size,
+                    on_progress=on_progress,
+                )
+
+        return await asyncio.to_thread(run)

@@ -28,7 +28,8 @@ result fields that hold a secret are left out of their ``repr``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, overload
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, overload
 
 import httpx2
 
@@ -38,6 +39,7 @@ from .errors import HearthError
 from .identity import IdentityCalls
 from .life import LifeCalls
 from .memories import MemoryCalls
+from .migration import MigrationCalls
 from .orientation import OrientationCalls
 from .project import ProjectCalls
 from .runtimes import RuntimeCalls
@@ -51,6 +53,10 @@ from .wake import (
     voice_request,
 )
 
+if TYPE_CHECKING:
+    from .export import Exported
+    from .mnemonic_keys import IdentityKeys
+
 __all__ = ["HearthClient"]
 
 
@@ -63,6 +69,7 @@ class HearthClient(
     MemoryCalls,
     ProjectCalls,
     LifeCalls,
+    MigrationCalls,
     WakeCalls,
     RuntimeCalls,
 ):
@@ -203,3 +210,31 @@ class HearthClient(
         """The credential install script for ``platform`` (``linux``, ``macos``,
         ``windows``): JSON by default, the raw script with ``text=True``."""
         return self._scaffold(platform, identity_id, text)
+
+    # -- an identity's life, out of the service (many calls, not one: see export.py) --
+
+    def export_life(
+        self,
+        out: BinaryIO,
+        *,
+        keys: IdentityKeys,
+        identity_id: str,
+        did: str,
+        chunk_size: int = 1 << 20,
+        on_progress: Callable[[str, int], None] | None = None,
+    ) -> Exported:
+        """Write the identity's whole life to ``out`` (a seekable binary file) as one CAR v1:
+        each data set an ADDS object signed by ``keys.signing`` (the root key) and granted to
+        ``keys.box``, under one head, the CAR's root (docs/export.md). Read page by page and
+        streamed: memory stays bounded. ``on_progress(data set, bytes so far)``."""
+        from .export import export_life  # noqa: PLC0415 (the ADDS stack, only when used)
+
+        return export_life(
+            self,
+            out,
+            keys=keys,
+            identity_id=identity_id,
+            did=did,
+            chunk_size=chunk_size,
+            on_progress=on_progress,
+        )

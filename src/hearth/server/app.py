@@ -41,6 +41,7 @@ from .routes import (
     inbox,
     ipfs_gateway,
     keys,
+    life,
     orientation,
     public,
     runtimes,
@@ -204,7 +205,7 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         app.include_router(module.router)
     for module in (wake, voice, forks, templates, attestations, runtimes):
         app.include_router(module.router)
-    for module in (strands, inbox, bridge):
+    for module in (strands, inbox, bridge, life):
         app.include_router(module.router)
     # A Starlette route, not a FastAPI one: the MCP endpoint is its own protocol (JSON-RPC), kept
     # out of the OpenAPI document, and authenticates its bearer itself.
@@ -228,6 +229,8 @@ def _body_limits(settings: Settings) -> Callable[[str, str], int]:
     def limit(method: str, path: str) -> int:
         if method == "PUT" and path.startswith("/v1/adds/blocks/"):
             return settings.max_block_bytes
+        if method == "POST" and path == "/v1/identities/import":
+            return settings.max_import_bytes
         return settings.max_body_bytes
 
     return limit

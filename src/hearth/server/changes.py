@@ -100,6 +100,18 @@ CHANGES: dict[tuple[str, str], Rule] = {
     ("PUT", "/v1/identities/{id}/expression"): Rule(
         "you", "expression_updated", identity="path:id"
     ),
+    ("POST", "/v1/identities/import"): Rule(
+        "you",
+        "identity_imported",
+        identity="response:authority.identity_id",
+        details=(("did", "response:authority.did"), ("root", "response:root")),
+    ),
+    ("POST", "/v1/identities/{id}/move"): Rule(
+        "you",
+        "identity_moved",
+        identity="path:id",
+        details=(("service", "response:moved_to.service"), ("did", "response:moved_to.did")),
+    ),
     ("POST", "/v1/identities/{id}/fork"): Rule(
         "you",
         "identity_forked",

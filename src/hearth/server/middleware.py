@@ -16,7 +16,7 @@ import structlog
 
 from .access import REQUEST_ID_HEADER, log_request, request_id_of
 from .changes import MUTATING, ChangeFeed
-from .db.engine import at_every_write
+from .db.engine import REQUEST_MUTATES, at_every_write
 from .json_types import JsonObject
 from .observability import Metrics, count_refusals
 
@@ -65,6 +65,9 @@ class ServiceMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # Whether this request mutates, for every database call it makes: a moved identity
+        # refuses mutations (services/identities.find).
+        REQUEST_MUTATES.set(scope["method"] in MUTATING)
         send = count_refusals(send, self.metrics.refusals)  # whoever answers a 4xx, counted
         request_id = request_id_of(scope["headers"])
         send = _with_request_id(send, request_id)  # on every answer, 413 and 500 included

@@ -153,6 +153,13 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
     ),
     _row(
         409,
+        "import_proof_used identity_exists import_conflict",
+        "`POST /v1/identities/import`: a replayed import proof; a root key (or identity id) "
+        "this service already holds; a record id it holds already",
+        "export.md#import",
+    ),
+    _row(
+        409,
         "not_held",
         "a receipt asked for items the project does not hold (`details.missing`)",
         f"{SERVICE}#provider-node",
@@ -223,10 +230,17 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
         f"{SERVICE}#arrival",
     ),
     _row(
+        410,
+        "moved",
+        "a mutation naming an identity that moved to another service (`details.moved_to`: "
+        "its address and DID there)",
+        "export.md#moving",
+    ),
+    _row(
         413,
         "payload_too_large",
-        "the body is over `MAX_BODY_BYTES` (a block: over `MAX_BLOCK_BYTES`), whether it was "
-        "declared or streamed",
+        "the body is over `MAX_BODY_BYTES` (a block: over `MAX_BLOCK_BYTES`; an import: over "
+        "`MAX_IMPORT_BYTES`), whether it was declared or streamed",
     ),
     _row(
         422,
@@ -257,6 +271,14 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
         "pow_insufficient",
         "registration",
         f"{SERVICE}#arrival",
+    ),
+    _row(
+        422,
+        "import_proof_required import_proof_stale import_proof_invalid import_not_car "
+        "import_invalid",
+        "`POST /v1/identities/import`: no key proof, a stale or wrong one, a body that is not a "
+        "CAR, an archive that does not verify with this service's key (`details.problems`)",
+        "export.md#import",
     ),
     _row(
         422,

@@ -83,6 +83,8 @@ class Settings(BaseSettings):
     # The provider's principal id in its records and receipts. Unset: the host (and port) of
     # public_base_url.
     provider_id: str | None = Field(default=None, min_length=1, max_length=200)
+    # POST /v1/identities/import: a whole exported life (a CAR file), spooled to disk.
+    max_import_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
     # A block is at most one chunk of 16 MiB (the largest chunk_size) plus its 16-byte tag.
     max_block_bytes: int = Field(default=16 * 1024 * 1024 + 16, ge=16)
     receipt_retention_days: int = Field(default=365, ge=1, le=36_500)

@@ -110,8 +110,12 @@ class Database:
         rolled back when it raises (the exception reaches the caller). Work registered with
         ``at_every_write`` in the caller's context runs last, inside the same transaction."""
         extra = _AT_EVERY_WRITE.get()
+        mutates = REQUEST_MUTATES.get()
 
         def work(conn: Connection) -> T:
+            # Set on every transaction (a group commit shares one connection): services read
+            # it with ``request_mutates`` (a moved identity refuses mutations).
+            conn.execution_options(hearth_mutation=mutates)
             if extra is None:
                 return fn(conn, *args, **kwargs)
             # The extra work may ask which tables the transaction wrote (db/writes.py).
@@ -186,13 +190,18 @@ class Database:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """``fn(conn, ...)`` over one read-only connection (one snapshot on SQLite's WAL)."""
+        mutates = REQUEST_MUTATES.get()
+
+        def work(conn: Connection) -> T:
+            # A mutation's lookups run here too: they must know it (``request_mutates``).
+            conn.execution_options(hearth_mutation=mutates)
+            return fn(conn, *args, **kwargs)
+
         if self._readers is None:
             async with self._reader_engine.connect() as conn:
-                return await conn.run_sync(fn, *args, **kwargs)
+                return await conn.run_sync(work)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._readers, lambda: self._sync_snapshot(fn, *args, **kwargs)
-        )
+        return await loop.run_in_executor(self._readers, lambda: self._sync_snapshot(work))
 
     def _sync_transaction(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -256,6 +265,15 @@ class AtEveryWrite:
 
 
 _AT_EVERY_WRITE: ContextVar[AtEveryWrite | None] = ContextVar("at_every_write", default=None)
+# Whether the request being served is a mutation (POST, PUT, PATCH, DELETE): set by the
+# middleware, carried into the database threads by ``transaction`` and ``snapshot`` as an
+# execution option.
+REQUEST_MUTATES: ContextVar[bool] = ContextVar("hearth_request_mutates", default=False)
+
+
+def request_mutates(conn: Connection) -> bool:
+    """True inside a transaction run for a mutating request."""
+    return bool(conn.get_execution_options().get("hearth_mutation"))
 
 
 @asynccontextmanager

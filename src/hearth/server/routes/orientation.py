@@ -60,6 +60,9 @@ class PublicExpression(BaseModel):
 
 class PublicAgentDetail(PublicAgent):
     expression: PublicExpression
+    # Set when the identity moved to another service (POST /v1/identities/{id}/move): its
+    # address and the identity's DID there.
+    moved_to: dict[str, str] | None = None
 
 
 class PublicAgentPage(BaseModel):
@@ -103,6 +106,8 @@ async def public_agents(
     "/public/agents/{did}",
     response_model=PublicAgentDetail,
     response_model_by_alias=True,
+    # moved_to only when the identity moved: the view leaves it out otherwise.
+    response_model_exclude_unset=True,
     responses=errors(404),
     summary="One public agent; a private or unknown DID is the same 404",
 )

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..db.tables import identities
 from ..json_types import JsonObject
 from .cursors import after, page_of
-from .identities import expression_view
+from .identities import MOVED, expression_view
 from .times import iso
 
 PUBLIC_PAGE_DEFAULT = 50
@@ -65,11 +65,20 @@ async def public_agents_page(
 
 
 async def public_agent(conn: AsyncConnection, did: str) -> JsonObject | None:
-    row = (await conn.execute(select(identities).where(identities.c.did == did, _listed()))).first()
+    """A public identity; a moved one too (not listed any more), with where it lives now."""
+    shown = and_(
+        identities.c.expression_visibility == "public",
+        identities.c.status.in_(("active", MOVED)),
+    )
+    row = (await conn.execute(select(identities).where(identities.c.did == did, shown))).first()
     if row is None:
         return None
     mapping = row._mapping
-    return {**agent_view(mapping), "expression": expression_view(mapping["expression"])}
+    view = {**agent_view(mapping), "expression": expression_view(mapping["expression"])}
+    if mapping["status"] == MOVED:
+        where = (mapping["metadata"] or {}).get("moved_to")
+        view["moved_to"] = where if isinstance(where, dict) else {}
+    return view
 
 
 async def public_agent_count(conn: AsyncConnection) -> int:

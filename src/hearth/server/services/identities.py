@@ -10,11 +10,11 @@ from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..db import direct
-from ..db.engine import utcnow
+from ..db.engine import request_mutates, utcnow
 from ..db.ids import new_id
 from ..db.rows import IdentityRow
 from ..db.tables import identities
-from ..errors import not_found
+from ..errors import ApiError, not_found
 from ..json_types import JsonObject
 from .authority import RootGrant
 from .times import iso
@@ -54,8 +54,9 @@ class NewIdentity:
     parent_identity_id: str | None = None
 
 
-def create(conn: Connection, new: NewIdentity) -> IdentityRow:
-    identity_id = new_id()
+def create(conn: Connection, new: NewIdentity, *, identity_id: str | None = None) -> IdentityRow:
+    """A new identity; ``identity_id`` is given only by an import (it keeps its id)."""
+    identity_id = identity_id or new_id()
     now = utcnow()
     row = {
         "id": identity_id,
@@ -124,7 +125,34 @@ def find(conn: Connection, project_id: str, ref: str) -> IdentityRow:
     row = conn.execute(statement, {"ref": value, "project": project_id}).first()
     if row is None:
         raise not_found("Identity")
-    return IdentityRow.of(row._mapping)
+    identity = IdentityRow.of(row._mapping)
+    if identity.status == MOVED and request_mutates(conn):
+        raise moved(identity)
+    return identity
+
+
+MOVED = "moved"
+
+
+def moved_to(row: IdentityRow) -> JsonObject | None:
+    """Where a moved identity lives now (its metadata's ``moved_to``), else None."""
+    if row.status != MOVED:
+        return None
+    value = (row.metadata or {}).get("moved_to")
+    return value if isinstance(value, dict) else None
+
+
+def moved(row: IdentityRow) -> ApiError:
+    """410: the identity moved to another service; nothing here changes any more (wall 6:
+    nothing is deleted either, so every read still answers)."""
+    where = moved_to(row) or {}
+    return ApiError(
+        410,
+        "moved",
+        f"{row.did} moved to {where.get('service', 'another service')}: it changes only there.",
+        details={"moved_to": where},
+        hint="Send this to the service in details.moved_to.",
+    )
 
 
 # Built once: a statement built per call costs more than executing it.

@@ -57,6 +57,7 @@ from ..errors import ApiError, not_found
 from ..json_types import JsonObject
 from ..memory_tiers import ELEVATED, TIERS, WAKE_ORDER, can_elevate, decays, stored, witnessed
 from . import chronicle, cursors
+from . import identities as identities_service
 from .authority import RootGrant
 from .identities import expression_view
 from .times import iso
@@ -105,7 +106,20 @@ def binding(conn: Connection, project_id: str, agent_id: str | None) -> Identity
         except ValueError:
             return None
     row = conn.execute(statement, {"ref": ref, "project": project_id}).first()
-    return IdentityRow.of(row._mapping) if row else None
+    if row is None:
+        # Not active: a moved identity refuses the write (410) rather than the memory going to
+        # the project unseen; any other is project-level, as before. Only on this rare path.
+        _refuse_if_moved(conn, project_id, agent_id)
+        return None
+    return IdentityRow.of(row._mapping)
+
+
+def _refuse_if_moved(conn: Connection, project_id: str, ref: str) -> None:
+    try:
+        identities_service.find(conn, project_id, ref)
+    except ApiError as exc:
+        if exc.status == 410:
+            raise
 
 
 # Built once: a statement built per call costs more than executing it.

@@ -234,11 +234,11 @@ async def signing_key(node: AddsNode) -> tuple[Ed25519PrivateKey, str]:
     try:
         key = await node.keyring.key()
     except ProviderKeyUnavailable as exc:
-        raise _key_unavailable(exc) from None
+        raise key_unavailable(exc) from None
     return key, public_key_b64url(key)
 
 
-def _key_unavailable(exc: ProviderKeyUnavailable) -> ApiError:
+def key_unavailable(exc: ProviderKeyUnavailable) -> ApiError:
     log.error("provider_key_unavailable", reason=str(exc))
     return ApiError(
         503,
@@ -252,7 +252,7 @@ async def published_record(node: AddsNode) -> ProviderRecord | None:
     try:
         return await node.records.published()
     except ProviderKeyUnavailable as exc:
-        raise _key_unavailable(exc) from None
+        raise key_unavailable(exc) from None
 
 
 # --- receipts -----------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from sqlalchemy import select
 
 from hearth.adds import AddsError, b64url_encode
 from hearth.adds.keys import load_ed25519_private_key
-from hearth.proofs.key_types import Ed25519PrivateKey
+from hearth.proofs.key_types import Ed25519PrivateKey, X25519PrivateKey
+from hearth.proofs.life_import import provider_box_key
 from hearth.proofs.sealing import SealError, associated_data, derive_key, open_sealed, seal
 
 from ..db.engine import Database, dialect_insert, utcnow
@@ -92,6 +93,11 @@ class ProviderKeyring:
         except (OSError, AddsError) as exc:
             # The path is configuration, not a secret; the key's bytes never reach a message.
             raise ProviderKeyUnavailable(f"SERVICE_PROVIDER_KEY_FILE {path}: {exc}") from None
+
+    async def box_key(self) -> X25519PrivateKey:
+        """The service's X25519 key, derived from the provider key (an import's grants are
+        made to it; ``hearth.proofs.life_import.provider_box_key``)."""
+        return provider_box_key(await self.key())
 
     async def existing(self) -> Ed25519PrivateKey | None:
         """The key when there is one already, None otherwise; never makes one. For readers

@@ -1,0 +1,95 @@
+"""Importing a life into a service: the import key proof, the provider's X25519 key, and the
+records of a verified archive (issue 20, docs/export.md "Import"). Pure: no I/O.
+
+- ``import_digest``: identity-import/v1, what the root key signs to prove, fresh, that the
+  caller holds it: the head's CID, the receiving service's provider X25519 key (so a proof made
+  for one service is no proof for another) and the time of signing.
+- ``provider_box_key``: the service's X25519 key, derived from its Ed25519 provider seed with
+  HKDF-SHA256 under its own label, so it needs no storage of its own and every worker on the
+  database holds the same one.
+- ``life_records``: every record of every data set of an archive ``verify_life`` accepted,
+  opened through the grant made to ``box_key``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from hearth.adds import b64url_encode, open_object
+
+from .kdf import hkdf
+from .life import DATA_SETS, LifeBlocks, LifeReport, parse_document
+from .recipes import recipe_digest
+
+IMPORT_CONTEXT = "identity-import/v1"
+PROVIDER_BOX_INFO = b"hearth/provider-x25519/v1"
+IMPORT_HEADERS = ("X-Hearth-Import-Timestamp", "X-Hearth-Import-Signature")
+
+__all__ = [
+    "IMPORT_CONTEXT",
+    "IMPORT_HEADERS",
+    "PROVIDER_BOX_INFO",
+    "LifeRecord",
+    "import_digest",
+    "life_records",
+    "provider_box_key",
+    "provider_box_public",
+]
+
+LifeRecord = tuple[str, str, dict[str, Any]]  # (data set, kind, record)
+
+
+def import_digest(head_cid: str, provider_box_public: str, timestamp: str) -> bytes:
+    """identity-import/v1 over the head's CID, the receiving service's X25519 key (base64url)
+    and the RFC 3339 time of signing."""
+    return recipe_digest(IMPORT_CONTEXT, (head_cid, provider_box_public, timestamp))
+
+
+def provider_box_key(provider_key: Ed25519PrivateKey) -> X25519PrivateKey:
+    """The service's X25519 key: HKDF-SHA256 of its Ed25519 seed, label ``PROVIDER_BOX_INFO``
+    (independent of the signing key: knowing one public key tells nothing of the other)."""
+    return X25519PrivateKey.from_private_bytes(
+        hkdf(provider_key.private_bytes_raw(), PROVIDER_BOX_INFO)
+    )
+
+
+def provider_box_public(provider_key: Ed25519PrivateKey) -> str:
+    return b64url_encode(provider_box_key(provider_key).public_key().public_bytes_raw())
+
+
+def life_records(
+    blocks: LifeBlocks, report: LifeReport, box_key: X25519PrivateKey, *, now: int
+) -> Iterator[LifeRecord]:
+    """Each record of each data set, in ``DATA_SETS`` order (the identity first, a strand before
+    its thoughts), one chunk in memory at a time.
+    Call only on an archive ``verify_life`` accepted with the same ``box_key`` (everything
+    here was checked then; a failure now raises)."""
+    mine = b64url_encode(box_key.public_key().public_bytes_raw())
+    for entry in sorted(report.objects, key=lambda e: DATA_SETS.index(e.name)):
+        manifest = parse_document(blocks.get(entry.manifest))
+        grant = next(
+            document
+            for document in (parse_document(blocks.get(cid)) for cid in entry.grants)
+            if document["audience_x25519_public_key"] == mine
+        )
+        pending = b""
+        for chunk in open_object(manifest, grant, box_key, blocks, now=now):
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if line:
+                    yield _record(entry.name, line)
+        if pending:
+            yield _record(entry.name, pending)
+
+
+def _record(name: str, line: bytes) -> LifeRecord:
+    value = json.loads(line)
+    if not isinstance(value, dict) or not isinstance(value.get("record"), dict):
+        raise ValueError(f"a line of {name} is not a record")
+    return name, str(value.get("kind")), value["record"]

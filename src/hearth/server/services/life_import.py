@@ -1,0 +1,455 @@
+"""POST /v1/identities/import: an identity's life, exported elsewhere, recreated here.
+
+Everything that can refuse runs before anything is written: the CAR's framing and every
+block's hash, ``verify_life`` with the service's own X25519 key (every document, signature and
+object, each object opened through the grant made to this service), the key proof (fresh,
+identity-import/v1 over the head's CID and this service's X25519 key, signed by the head's
+root key). The writes are one transaction: the single-use claim of the proof first (a replay
+is refused), then the root and the identity id must be new here (409), then every record.
+A refusal at any point rolls the whole transaction back, so a refused import writes nothing.
+
+The identity keeps its id (so its DID, and the agent_id every sponsor statement signs), its
+immutable root and box keys, and every memory, chronicle entry, strand, thought, wallet and
+ledger entry keeps its id, so memory attestations and sponsor statements still verify. What
+names the old service is not copied: the bearer key ids of provenance (keys of another
+service), runtimes (they run on the old service; their ids stay on the thoughts and memories
+that name them, but not as links), the inbox's claims by runtimes. Where the identity came from
+is kept in its metadata, ``imported_from`` (DID, service, head CID, time).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from sqlalchemy import Connection, select
+from sqlalchemy.exc import IntegrityError
+
+from hearth.adds import AddsError, b64url_decode
+from hearth.adds.car import CarError, CarIndex
+from hearth.proofs import EncodingError, b64_encode, parse_timestamp, verify_digest
+from hearth.proofs.key_types import X25519PrivateKey
+from hearth.proofs.life import LifeReport, verify_life
+from hearth.proofs.life_import import LifeRecord, import_digest, life_records
+
+from ..db.engine import utcnow
+from ..db.tables import (
+    attestations,
+    chronicle,
+    identities,
+    inbox_messages,
+    ledger,
+    memories,
+    memory_attestations,
+    strands,
+    thoughts,
+    wallets,
+)
+from ..errors import ApiError
+from ..json_types import JsonObject
+from . import single_use
+from .freshness import require_fresh
+from .identities import FORMS, NewIdentity, authority_view, create
+
+PROBLEMS_SHOWN = 20  # a refusal lists this many of the archive's problems
+
+
+@dataclass(frozen=True)
+class ImportProof:
+    timestamp: str | None
+    signature: str | None
+
+
+@dataclass(frozen=True)
+class Verified:
+    """An archive that holds: its blocks, report, and the root key (standard base64)."""
+
+    blocks: CarIndex
+    report: LifeReport
+    root_public_key: str
+    now: int
+    box_key: X25519PrivateKey
+
+
+def verify(
+    car: IO[bytes],
+    proof: ImportProof,
+    *,
+    box_key: X25519PrivateKey,
+    box_public: str,
+    freshness_ms: int,
+) -> Verified:
+    """Every check that reads no database: 422 for a missing, stale or wrong proof or an
+    archive that does not verify with this service's key."""
+    if not proof.timestamp or not proof.signature:
+        raise ApiError(
+            422,
+            "import_proof_required",
+            "An import needs a key proof: X-Hearth-Import-Timestamp and "
+            "X-Hearth-Import-Signature (identity-import/v1 by the identity's root key).",
+            hint="hearth import signs one with the home's root key.",
+        )
+    require_fresh(
+        proof.timestamp,
+        freshness_ms,
+        field="X-Hearth-Import-Timestamp",
+        invalid="invalid_timestamp",
+        stale="import_proof_stale",
+        hint="Sign a new proof with the current time; check this machine's clock.",
+    )
+    try:
+        blocks = CarIndex.scan(car)  # type: ignore[arg-type]
+    except CarError as exc:
+        raise ApiError(422, "import_not_car", f"The body is not a CAR v1 file: {exc}") from None
+    report = LifeReport()
+    for problem in blocks.problems:
+        report.refuse(problem.code, f"{problem.message} (at byte {problem.offset})", problem.cid)
+    now = int(time.time())
+    verify_life(blocks, now=now, box_key=box_key, report=report)
+    if not report.ok:
+        raise ApiError(
+            422,
+            "import_invalid",
+            f"The archive does not verify: {len(report.problems)} problems.",
+            details={"problems": [p.to_json() for p in report.problems[:PROBLEMS_SHOWN]]},
+            hint="Check it with hearth export verify; grant this service's X25519 key "
+            "(GET /public/provider/box-key) with hearth export add-reader.",
+        )
+    assert report.root is not None
+    assert report.root_public_key is not None
+    try:
+        root = b64url_decode(report.root_public_key)
+    except (AddsError, ValueError):
+        raise ApiError(422, "import_invalid", "The head's key is not a key.") from None
+    digest = import_digest(report.root, box_public, proof.timestamp)
+    if not verify_digest(root, proof.signature, digest):
+        raise ApiError(
+            422,
+            "import_proof_invalid",
+            "X-Hearth-Import-Signature does not verify: it must sign identity-import/v1 (the "
+            "head's CID, this service's X25519 key, the timestamp) with the head's root key.",
+        )
+    return Verified(blocks, report, b64_encode(root), now, box_key)
+
+
+def write(
+    conn: Connection, verified: Verified, project_id: str, proof: ImportProof, name: str | None
+) -> JsonObject:
+    """Every write, in the caller's transaction; raises (and so rolls back) on a refusal."""
+    report = verified.report
+    assert proof.signature is not None
+    signature_hash = hashlib.sha256(proof.signature.encode("ascii")).digest()
+    if single_use.claim_all(conn, [("import_proof", signature_hash)]):
+        raise ApiError(409, "import_proof_used", "This import proof was already used.")
+    identity_id = str(report.identity_id)
+    taken = conn.execute(
+        select(identities.c.id).where(
+            (identities.c.root_public_key == verified.root_public_key)
+            | (identities.c.id == identity_id)
+        )
+    ).first()
+    if taken is not None:
+        raise ApiError(
+            409,
+            "identity_exists",
+            "This service already holds an identity with this root key (or this id).",
+            hint="An identity lives on one service at a time: move it away from there first.",
+        )
+    records = life_records(verified.blocks, report, verified.box_key, now=verified.now)
+    writer = _Writer(conn, project_id, identity_id)
+    try:
+        identity = writer.identity(next(records), verified, name)
+        counts = writer.rest(records)
+    except IntegrityError:
+        # An id of the archive (a memory, a strand, a wallet...) is taken here already; the
+        # transaction rolls back whole.
+        raise ApiError(
+            409,
+            "import_conflict",
+            "A record of the archive has an id this service already holds.",
+        ) from None
+    except (KeyError, TypeError, ValueError, StopIteration) as exc:
+        # Signed by the root key, yet not records this service reads: refused, nothing kept.
+        raise ApiError(
+            422, "import_invalid", f"A record of the archive is malformed ({type(exc).__name__})."
+        ) from None
+    return {"authority": authority_view(identity), "records": counts, "root": report.root}
+
+
+def _when(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value).astimezone(UTC).replace(tzinfo=None)
+    except EncodingError:
+        return None
+
+
+def _when_or_now(value: object) -> datetime:
+    return _when(value) or utcnow()
+
+
+class _Writer:
+    """The rows of one import, record by record (a record is never held after its row)."""
+
+    def __init__(self, conn: Connection, project_id: str, identity_id: str) -> None:
+        self.conn = conn
+        self.project_id = project_id
+        self.identity_id = identity_id
+        self.counts: dict[str, int] = {}
+        self.wallet_id: str | None = None
+        self.memories: set[str] = set()
+        self.name: str | None = None
+
+    def identity(self, first: LifeRecord, verified: Verified, name: str | None) -> Any:
+        _, kind, record = first
+        if kind != "identity":
+            raise ApiError(
+                422, "import_invalid", f"The identity data set does not start with it ({kind})."
+            )
+        root = str(record.get("root_public_key"))
+        if root != verified.root_public_key or record.get("identity_id") != self.identity_id:
+            raise ApiError(
+                422, "import_invalid", "The identity record is not the archive's identity."
+            )
+        row = create(
+            self.conn,
+            NewIdentity(
+                project_id=self.project_id,
+                name=name or "imported",
+                origin="import",
+                root_public_key=root,
+                box_public_key=str(record.get("box_public_key")),
+                metadata={
+                    "imported_from": {
+                        "did": record.get("did"),
+                        "service": record.get("service"),
+                        "head": verified.report.root,
+                        "imported_at": datetime.now(UTC).isoformat(),
+                    }
+                },
+            ),
+            identity_id=self.identity_id,
+        )
+        self.counts["identity"] = 1
+        self.name = name
+        return row
+
+    def rest(self, records: Iterator[LifeRecord]) -> dict[str, int]:
+        for _, kind, record in records:
+            handler = getattr(self, f"_{kind}", None)
+            if handler is None:
+                continue  # a kind this service does not recreate (docs/export.md)
+            handler(record)
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+        return self.counts
+
+    def _insert(self, table: Any, row: JsonObject) -> None:
+        self.conn.execute(table.insert(), row)
+
+    def _profile(self, record: JsonObject) -> None:
+        """The identity as the old service's wake showed it: its name (unless the import names
+        it), level, trust score, form and capabilities."""
+        values: JsonObject = {}
+        if self.name is None and isinstance(record.get("name"), str):
+            values["name"] = record["name"][:200]
+        if isinstance(record.get("level"), int):
+            values["level"] = record["level"]
+        if isinstance(record.get("trust_score"), int | float):
+            values["trust_score"] = float(record["trust_score"])
+        if record.get("form") in FORMS:
+            values["form"] = record["form"]
+        capabilities = record.get("capabilities")
+        if isinstance(capabilities, list) and all(isinstance(c, str) for c in capabilities):
+            values["capabilities"] = capabilities
+        if values:
+            self.conn.execute(
+                identities.update().where(identities.c.id == self.identity_id).values(**values)
+            )
+
+    def _expression(self, record: JsonObject) -> None:
+        declared = {k: record.get(k) for k in ("register", "walls", "subagents", "wake_text")}
+        declared_src = record.get("declared")
+        if isinstance(declared_src, dict):
+            declared = {k: declared_src.get(k) for k in declared}
+        self.conn.execute(
+            identities.update()
+            .where(identities.c.id == self.identity_id)
+            .values(expression=declared)
+        )
+
+    def _memory(self, record: JsonObject) -> None:
+        memory_id = str(record["id"])
+        if memory_id in self.memories:
+            return  # a version listed twice (a chain's history repeats its head)
+        self.memories.add(memory_id)
+        provenance = record.get("provenance") or {}
+        self._insert(
+            memories,
+            {
+                "id": memory_id,
+                "project_id": self.project_id,
+                "identity_id": self.identity_id if record.get("agent_id") else None,
+                "tier": record["tier"],
+                "key": record.get("key"),
+                "content": record["content"],
+                "created_at": _when_or_now(record.get("created_at")),
+                "elevated_at": _when(record.get("elevated_at")),
+                "expression_patch": record.get("expression_patch"),
+                "supersedes": record.get("supersedes"),
+                "superseded_by": record.get("superseded_by"),
+                "superseded_at": _when(record.get("superseded_at")),
+                "deleted_at": _when(record.get("deleted_at")),
+                "channel": provenance.get("channel") or "import",
+                # The bearer key of the old service means nothing here.
+                "api_key_id": None,
+                "runtime_id": provenance.get("runtime_id"),
+                "inbox_message_id": provenance.get("inbox_message_id"),
+                "signed_by": provenance.get("signed_by"),
+                "untrusted": bool(record.get("untrusted")),
+                "confirmed_at": _when(record.get("confirmed_at")),
+            },
+        )
+        for position, attestation in enumerate(record.get("attestations") or []):
+            self._insert(
+                memory_attestations,
+                {
+                    "id": _derived_id(memory_id, position),
+                    "memory_id": memory_id,
+                    "position": position,
+                    "attester_did": attestation["attester_did"],
+                    "signing_key_id": attestation["signing_key_id"],
+                    "public_key": attestation["public_key"],
+                    "signature": attestation["signature"],
+                    "created_at": _when_or_now(attestation.get("created_at")),
+                },
+            )
+
+    def _attestation(self, record: JsonObject) -> None:
+        self._insert(
+            attestations,
+            {
+                "id": record["id"],
+                "project_id": self.project_id,
+                "subject_identity_id": self.identity_id,
+                "attester_did": record["attester_did"],
+                "attester_identity_id": None,  # an identity of the old service
+                "signing_key_id": record["signing_key_id"],
+                "public_key": record["public_key"],
+                "context": record["context"],
+                "claim": record["claim"],
+                "evidence": {
+                    "initial_credits": record.get("initial_credits", 0),
+                    "evidence": record.get("evidence"),
+                },
+                "signature": record["signature"],
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    def _chronicle(self, record: JsonObject) -> None:
+        self._insert(
+            chronicle,
+            {
+                "id": record["id"],
+                "project_id": self.project_id,
+                "identity_id": self.identity_id if record.get("agent_id") else None,
+                "kind": record["kind"],
+                "text": record["text"],
+                "details": record.get("details"),
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    def _strand(self, record: JsonObject) -> None:
+        self._insert(
+            strands,
+            {
+                "id": record["id"],
+                "project_id": self.project_id,
+                "identity_id": self.identity_id,
+                "runtime_id": None,  # runtimes stay on the old service
+                "name": record["name"],
+                "next_seq": record["next_seq"],
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    def _thought(self, record: JsonObject) -> None:
+        self._insert(
+            thoughts,
+            {
+                "id": record["id"],
+                "strand_id": record["strand_id"],
+                "project_id": self.project_id,
+                "runtime_id": None,
+                "seq": record["seq"],
+                "ciphertext": _bytes(record["ciphertext"]),
+                "nonce": _bytes(record["nonce"]),
+                "signature": record.get("signature"),
+                "signing_key_id": record.get("signing_key_id"),
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    def _wallet(self, record: JsonObject) -> None:
+        self.wallet_id = str(record["id"])
+        self._insert(
+            wallets,
+            {
+                "id": self.wallet_id,
+                "project_id": self.project_id,
+                "identity_id": self.identity_id,
+                "name": record["name"],
+                "currency": record["currency"],
+                "balance": record["balance"],
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    def _ledger_entry(self, record: JsonObject) -> None:
+        if self.wallet_id is None:
+            raise ApiError(422, "import_invalid", "A ledger entry comes before its wallet.")
+        self._insert(
+            ledger,
+            {
+                "id": record["id"],
+                "wallet_id": self.wallet_id,
+                "amount": record["amount"],
+                "reason": record["reason"],
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    def _inbox_message(self, record: JsonObject) -> None:
+        self._insert(
+            inbox_messages,
+            {
+                "id": record["id"],
+                "project_id": self.project_id,
+                "identity_id": self.identity_id,
+                "sender": record["sender"],
+                "body": record["body"],
+                "status": record["status"],
+                "taken_by": None,  # a runtime of the old service
+                "taken_at": _when(record.get("taken_at")),
+                "done_at": _when(record.get("done_at")),
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+
+def _derived_id(memory_id: str, position: int) -> str:
+    """A memory attestation's row id (the export does not carry it): derived, so an import is
+    deterministic."""
+    return str(uuid.uuid5(uuid.UUID(memory_id), str(position)))
+
+
+def _bytes(value: object) -> bytes:
+    return base64.b64decode(str(value), validate=True)
