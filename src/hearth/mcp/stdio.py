@@ -8,8 +8,9 @@ identity ``HEARTH_KEYS_FILE`` (a sealed key file) or ``HEARTH_IDENTITY_ID``). Th
 keys stay on this machine: when the sealed key file and its passphrase (``--passphrase-file``,
 ``HEARTH_PASSPHRASE_FILE`` or ``HEARTH_PASSPHRASE``) are both there, the root key is opened once
 at start and the root-signed tools are offered; it signs each exact request locally, as the SDK
-does. Without them those tools are not offered. Standard input is the protocol, so nothing is
-ever asked on it.
+does. The ADDS file tools (``hearth.mcp.adds_files``) need the same keys: the root key signs
+what is published, the box key opens its grant. Without them those tools are not offered.
+Standard input is the protocol, so nothing is ever asked on it.
 
 Memories stored here declare the channel ``mcp`` (docs/memory.md, "Provenance").
 """
