@@ -396,12 +396,19 @@ def test_a_file_published_through_stdio_opens_to_the_same_bytes(
             out.write_bytes(b"mine")
             again = await client.call_tool("adds_open", {**cids, "path": str(out)})
             directory = await client.call_tool("adds_open", {**cids, "path": str(tmp_path)})
+            keys = await client.call_tool(
+                "adds_open",
+                {**cids, "path": str(world.home / "keys.backup.json"), "overwrite": True},
+            )
             replaced = await call_ok(
                 client, "adds_open", {**cids, "path": str(out), "overwrite": True}
             )
+            assert structured(keys)["error"] == "secret_file"
             return published, opened, again, directory, replaced
 
+    sealed = (world.home / "keys.backup.json").read_bytes()
     published, opened, again, directory, replaced = asyncio.run(round_trip())
+    assert (world.home / "keys.backup.json").read_bytes() == sealed
     assert published["size"] == len(data)
     assert published["chunks"] == 2
     assert published["publisher"] == json.loads((world.home / "profile.json").read_text())["did"]

@@ -11,8 +11,9 @@ library calls (``hearth.adds``, ``hearth.blockstore``), each failure a :class:`R
 Paths come from the agent, so they are checked: a file to publish must be a regular file (no
 directory, device, FIFO or final symlink) and none of the files that hold this server's secrets
 (the sealed key file, the bearer file, the passphrase file), compared by device and inode so a
-link to one is refused too. An output is written beside its target (mode 0600) and moved in
-only when every byte verified; an existing output is replaced only when asked.
+link to one is refused too; nor is an output ever written over one of those. An output is
+written beside its target (mode 0600) and moved in only when every byte verified; an existing
+output is replaced only when asked.
 
 The functions block (HTTP and file I/O): the stdio backend runs them in a worker thread.
 """
@@ -76,7 +77,7 @@ def _same_file(status: os.stat_result, paths: Sequence[Path]) -> bool:
     return False
 
 
-def _open_source(path: Path, secret_files: Sequence[Path]) -> tuple[Any, int]:
+def _open_source(path: Path, secret_files: Sequence[Path]) -> tuple[Any, int]:  # file, size
     """The file to publish, opened for reading without following a final symlink, and its
     size; a Refused for anything but a regular file that holds no secret of this server."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -119,7 +120,7 @@ def publish_file(who: AddsIdentity, path_text: str, *, media_type: str | None) -
     """Publish the file at ``path_text`` through the node: its blocks, the signed manifest and
     the identity's own grant. The answer names them; it holds no key."""
     path = _resolve(path_text)
-    source, size = _open_source(path, who.secret_files)
+    source, _size = _open_source(path, who.secret_files)
     now = int(time.time())
     try:
         with (
@@ -175,14 +176,20 @@ def publish_file(who: AddsIdentity, path_text: str, *, media_type: str | None) -
         "size": document["plaintext"]["size"],
         "chunks": len(document["chunks"]),
         "manifest_bytes": len(manifest.canonical),
-        "read_file_size": size,
         "grant_expires_at": now + OWN_GRANT_LIFETIME,
         "node": who.base_url,
     }
 
 
-def _check_output(path: Path, overwrite: bool) -> None:
+def _check_output(path: Path, overwrite: bool, secret_files: Sequence[Path]) -> None:
     if path.is_symlink() or path.exists():
+        with contextlib.suppress(OSError):
+            if _same_file(os.stat(path), secret_files):
+                raise Refused(
+                    403,
+                    "secret_file",
+                    f"{str(path)!r} holds a secret of this server: not replaced.",
+                )
         if not overwrite:
             raise Refused(409, "file_exists", f"{str(path)!r} exists: set overwrite to replace it.")
         if path.is_symlink() or not path.is_file():
@@ -232,7 +239,7 @@ def open_file(
     """Fetch the manifest and grant from the node, check them, then fetch, verify and decrypt
     every block into ``out_text``: complete, or not written at all."""
     path = _resolve(out_text)
-    _check_output(path, overwrite)
+    _check_output(path, overwrite, who.secret_files)
     try:
         with (
             AddsClient(who.base_url, bearer=who.bearer, timeout=_TIMEOUT) as node,
