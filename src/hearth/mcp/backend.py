@@ -9,9 +9,9 @@ A refusal is raised as :class:`Refused` with the service's own status, code and 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["Backend", "Json", "Refused"]
+__all__ = ["Backend", "Json", "LocalFiles", "Refused"]
 
 Json = Mapping[str, Any]
 
@@ -86,3 +86,15 @@ class Backend(Protocol):
         ...
 
     async def expression(self) -> Json: ...
+
+
+@runtime_checkable
+class LocalFiles(Protocol):
+    """The ADDS tools' side of a backend that runs on the user's machine (``hearth mcp`` only):
+    files read and written here, signed and opened with the identity's keys."""
+
+    async def adds_publish(self, path: str, *, media_type: str | None) -> Json: ...
+
+    async def adds_open(
+        self, manifest_cid: str, grant_cid: str, path: str, *, overwrite: bool
+    ) -> Json: ...

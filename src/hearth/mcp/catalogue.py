@@ -4,7 +4,8 @@ the resource template and the prompt, defined once for both transports.
 Each tool says what it needs (``Needs``): ``bearer`` tools run on both transports; ``root``
 tools sign an exact-request root proof with the identity's key, so only ``hearth mcp`` offers
 them, and only when the key could be opened; ``local`` tools read or write files on the user's
-machine (ADDS), so only ``hearth mcp`` offers them. Descriptions are fixed text written here:
+machine and sign with the identity's keys (ADDS), so only ``hearth mcp`` offers them, under the
+same condition. Descriptions are fixed text written here:
 nothing from the service or from outside ever goes into a description or the prompt's framing.
 """
 
@@ -274,6 +275,42 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         idempotent=True,
     ),
     ToolSpec(
+        "adds_publish",
+        "Publish a file (ADDS)",
+        "Encrypt a local file into the service's ADDS node as this identity: the root key signs "
+        "its manifest and a grant of its content key to this identity's own box key. Returns "
+        "the manifest and grant CIDs (give both to adds_open) and the sizes. The path is "
+        "absolute or relative to this server's working directory; only a regular file.",
+        _schema(
+            {
+                "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                "media_type": {"type": "string", "minLength": 1, "maxLength": 200},
+            },
+            ("path",),
+        ),
+        read_only=False,
+        needs="local",
+    ),
+    ToolSpec(
+        "adds_open",
+        "Open a file (ADDS)",
+        "Fetch an object published through the service's ADDS node, check its manifest and "
+        "grant, verify and decrypt every block into a local file (written only when every "
+        "byte verified). An existing file is replaced only when overwrite is true.",
+        _schema(
+            {
+                "manifest_cid": {"type": "string", "minLength": 1, "maxLength": 200},
+                "grant_cid": {"type": "string", "minLength": 1, "maxLength": 200},
+                "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                "overwrite": {"type": "boolean", "default": False},
+            },
+            ("manifest_cid", "grant_cid", "path"),
+        ),
+        read_only=False,
+        destructive=True,
+        needs="local",
+    ),
+    ToolSpec(
         "wallet_balance",
         "Wallet balance",
         "The project's wallets and their balances in credits.",
@@ -285,11 +322,11 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
 
 
 def tools_for(transport: Transport, *, root: bool) -> tuple[ToolSpec, ...]:
-    """The tools a transport offers: HTTP has the bearer only; stdio adds the local tools, and
-    the root-signed ones when the identity's root key is open."""
+    """The tools a transport offers: HTTP has the bearer only; stdio adds the root-signed and
+    the local ones when the identity's keys are open."""
     if transport == "http":
         return tuple(spec for spec in TOOLS if spec.needs == "bearer")
-    return tuple(spec for spec in TOOLS if spec.needs != "root" or root)
+    return tuple(spec for spec in TOOLS if spec.needs == "bearer" or root)
 
 
 RESOURCES: Final[tuple[Resource, ...]] = (

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from hearth import __version__
 
 from . import shaping
-from .backend import Backend, Refused
+from .backend import Backend, LocalFiles, Refused
 from .catalogue import (
     CHRONICLE_URI,
     EXPRESSION_URI,
@@ -127,6 +127,24 @@ async def _wallets(backend: Backend, _args: dict[str, Any]) -> types.CallToolRes
     return shaping.wallets_result(await backend.wallets())
 
 
+def _local(backend: Backend) -> LocalFiles:
+    if not isinstance(backend, LocalFiles):  # the catalogue offers the tools on stdio only
+        raise Refused(404, "unknown_tool", "No local file tools are offered here.")
+    return backend
+
+
+async def _publish(backend: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    published = await _local(backend).adds_publish(args["path"], media_type=args.get("media_type"))
+    return shaping.published_result(published)
+
+
+async def _open(backend: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    opened = await _local(backend).adds_open(
+        args["manifest_cid"], args["grant_cid"], args["path"], overwrite=args["overwrite"]
+    )
+    return shaping.opened_result(opened)
+
+
 HANDLERS: Final[dict[str, Handler]] = {
     "whoami": _whoami,
     "memory_store": _store,
@@ -141,6 +159,8 @@ HANDLERS: Final[dict[str, Handler]] = {
     "runtimes_list": _runtimes,
     "runtime_status": _runtime,
     "wallet_balance": _wallets,
+    "adds_publish": _publish,
+    "adds_open": _open,
 }
 
 

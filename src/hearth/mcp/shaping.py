@@ -31,6 +31,8 @@ __all__ = [
     "memory_fields",
     "memory_result",
     "ok",
+    "opened_result",
+    "published_result",
     "refused",
     "runtime_result",
     "runtimes_result",
@@ -82,6 +84,19 @@ _RUNTIME_FIELDS: Final = (
     "deleted",
 )
 _WALLET_FIELDS: Final = ("id", "name", "identity_id", "balance", "currency")
+_PUBLISHED_FIELDS: Final = (
+    "path",
+    "manifest_cid",
+    "grant_cid",
+    "object_id",
+    "publisher",
+    "size",
+    "chunks",
+    "manifest_bytes",
+    "grant_expires_at",
+    "node",
+)
+_OPENED_FIELDS: Final = ("path", "size", "manifest_cid", "grant_cid", "chunks", "verified")
 
 
 def ok(text: str, structured: Mapping[str, Any]) -> CallToolResult:
@@ -240,3 +255,23 @@ def whoami_result(facts: Mapping[str, Any]) -> CallToolResult:
     """``facts``: ids, names and flags only (the caller never passes a secret in)."""
     lines = [f"{name}: {value}" for name, value in facts.items() if value is not None]
     return ok("\n".join(lines), dict(facts))
+
+
+def published_result(published: Mapping[str, Any]) -> CallToolResult:
+    """A published file: where it came from and the CIDs that open it (never its key)."""
+    facts = _pick(published, _PUBLISHED_FIELDS)
+    text = (
+        f"published {json.dumps(str(facts['path']), ensure_ascii=False)}: {facts['size']} bytes "
+        f"in {facts['chunks']} chunks\nmanifest_cid: {facts['manifest_cid']}\n"
+        f"grant_cid: {facts['grant_cid']}"
+    )
+    return ok(text, facts)
+
+
+def opened_result(opened: Mapping[str, Any]) -> CallToolResult:
+    facts = _pick(opened, _OPENED_FIELDS)
+    text = (
+        f"opened {facts['manifest_cid']} into {json.dumps(str(facts['path']), ensure_ascii=False)}"
+        f": {facts['size']} bytes, verified: " + "; ".join(facts["verified"])
+    )
+    return ok(text, facts)

@@ -8,8 +8,9 @@ identity ``HEARTH_KEYS_FILE`` (a sealed key file) or ``HEARTH_IDENTITY_ID``). Th
 keys stay on this machine: when the sealed key file and its passphrase (``--passphrase-file``,
 ``HEARTH_PASSPHRASE_FILE`` or ``HEARTH_PASSPHRASE``) are both there, the root key is opened once
 at start and the root-signed tools are offered; it signs each exact request locally, as the SDK
-does. Without them those tools are not offered. Standard input is the protocol, so nothing is
-ever asked on it.
+does. The ADDS file tools (``hearth.mcp.adds_files``) need the same keys: the root key signs
+what is published, the box key opens its grant. Without them those tools are not offered.
+Standard input is the protocol, so nothing is ever asked on it.
 
 Memories stored here declare the channel ``mcp`` (docs/memory.md, "Provenance").
 """
@@ -38,9 +39,11 @@ from hearth.client.home import (
     read_profile,
     read_sealed_keys_record,
 )
+from hearth.client.mnemonic_keys import IdentityKeys
 from hearth.client.settings import Settings
-from hearth.proofs.key_types import Ed25519PrivateKey
+from hearth.proofs.key_types import Ed25519PrivateKey, X25519PrivateKey
 
+from .adds_files import AddsIdentity, open_file, publish_file
 from .backend import Json, Refused
 from .catalogue import updated_resources
 
@@ -73,12 +76,20 @@ class StdioConfig:
     project_id: str | None = None
     root_key: Ed25519PrivateKey | None = field(default=None, repr=False)
     source: str = ""
+    # The identity's box key (X25519), opened with the root key: it opens the ADDS grants.
+    box_key: X25519PrivateKey | None = field(default=None, repr=False)
+    # Files holding this server's secrets (key file, bearer, passphrase): never published.
+    secret_files: tuple[Path, ...] = ()
+
+
+def _passphrase_path(passphrase_file: Path | None, environ: Mapping[str, str]) -> Path | None:
+    return passphrase_file or (
+        Path(environ[PASSPHRASE_FILE_ENV]) if environ.get(PASSPHRASE_FILE_ENV) else None
+    )
 
 
 def _passphrase(passphrase_file: Path | None, environ: Mapping[str, str]) -> str | None:
-    path = passphrase_file or (
-        Path(environ[PASSPHRASE_FILE_ENV]) if environ.get(PASSPHRASE_FILE_ENV) else None
-    )
+    path = _passphrase_path(passphrase_file, environ)
     if path is not None:
         try:
             return path.expanduser().read_text(encoding="utf-8").rstrip("\r\n") or None
@@ -89,8 +100,8 @@ def _passphrase(passphrase_file: Path | None, environ: Mapping[str, str]) -> str
 
 def _open_root_key(
     keys_path: Path, identity_id: str | None, passphrase: str | None
-) -> tuple[Ed25519PrivateKey | None, dict[str, Any] | None]:
-    """The root key sealed in ``keys_path`` (None without the file or a passphrase) and the
+) -> tuple[IdentityKeys | None, dict[str, Any] | None]:
+    """The keys sealed in ``keys_path`` (None without the file or a passphrase) and the
     file's record. A wrong passphrase is an error: a server that silently lost its root tools
     would be harder to understand than one that says why it cannot start."""
     try:
@@ -107,7 +118,7 @@ def _open_root_key(
         keys = open_backup(record["blob_base64"], record["key_derivation"], passphrase)
     except BackupError as exc:
         raise ValueError(f"cannot open {keys_path}: {exc}") from None
-    return keys.signing, record
+    return keys, record
 
 
 def config_from_home(
@@ -127,7 +138,7 @@ def config_from_home(
         raise ValueError(str(exc)) from None
     if profile is None:
         raise ValueError(f"no identity in {path}: run `hearth register` or `hearth recover`")
-    root_key, _record = _open_root_key(
+    keys, _record = _open_root_key(
         path / KEYS_FILE, profile.identity_id, _passphrase(passphrase_file, env)
     )
     return StdioConfig(
@@ -137,8 +148,12 @@ def config_from_home(
         did=profile.did,
         name=profile.name or None,
         project_id=profile.project_id,
-        root_key=root_key,
+        root_key=keys.signing if keys else None,
+        box_key=keys.box if keys else None,
         source=f"home {path}",
+        secret_files=_secret_files(
+            path / KEYS_FILE, path / "api_key", _passphrase_path(passphrase_file, env)
+        ),
     )
 
 
@@ -150,11 +165,11 @@ def config_from_env(
     env = os.environ if environ is None else environ
     settings = Settings.from_env(env)
     identity_id = env.get(IDENTITY_ENV) or None
-    root_key = None
+    keys = None
     did = None
     keys_file = env.get(KEYS_FILE_ENV)
     if keys_file:
-        root_key, record = _open_root_key(
+        keys, record = _open_root_key(
             Path(keys_file).expanduser(), identity_id, _passphrase(passphrase_file, env)
         )
         if record is None:
@@ -166,9 +181,21 @@ def config_from_env(
         api_key=settings.api_key,
         identity_id=identity_id,
         did=did,
-        root_key=root_key,
+        root_key=keys.signing if keys else None,
+        box_key=keys.box if keys else None,
         source="environment",
+        secret_files=_secret_files(
+            Path(keys_file).expanduser() if keys_file else None,
+            Path(env["SERVICE_API_KEY_FILE"]).expanduser()
+            if env.get("SERVICE_API_KEY_FILE")
+            else None,
+            _passphrase_path(passphrase_file, env),
+        ),
     )
+
+
+def _secret_files(*paths: Path | None) -> tuple[Path, ...]:
+    return tuple(path for path in paths if path is not None)
 
 
 def _opt(value: Any) -> str | None:
@@ -330,6 +357,35 @@ class ClientBackend:
     async def wallets(self) -> Sequence[Json]:
         async with self._asking():
             return [_plain(wallet) for wallet in await self._client.wallets()]
+
+    def _adds_identity(self) -> AddsIdentity:
+        config = self._config
+        if config.root_key is None or config.box_key is None or config.identity_id is None:
+            # The catalogue offers the ADDS tools only with the keys; a guard all the same.
+            raise Refused(403, "keys_unavailable", "The identity's keys are not open here.")
+        return AddsIdentity(
+            base_url=config.base_url,
+            bearer=config.api_key,
+            identity=config.did or config.identity_id,
+            signing=config.root_key,
+            box=config.box_key,
+            secret_files=config.secret_files,
+        )
+
+    async def adds_publish(self, path: str, *, media_type: str | None) -> Json:
+        who = self._adds_identity()
+        # Blocking file and HTTP work (hearth.blockstore's HTTP store), off the event loop.
+        return await anyio.to_thread.run_sync(
+            lambda: publish_file(who, path, media_type=media_type)
+        )
+
+    async def adds_open(
+        self, manifest_cid: str, grant_cid: str, path: str, *, overwrite: bool
+    ) -> Json:
+        who = self._adds_identity()
+        return await anyio.to_thread.run_sync(
+            lambda: open_file(who, manifest_cid, grant_cid, path, overwrite=overwrite)
+        )
 
     async def wake(self, format: Literal["md", "json"]) -> str:
         async with self._asking():
