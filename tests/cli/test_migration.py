@@ -268,9 +268,12 @@ def test_the_wake_is_the_old_one_but_for_the_service(moved: Moved) -> None:
     assert (old_agent[0].pop("status"), new_agent[0].pop("status")) == ("moved", "active")
     assert old_agent == new_agent
     assert old_agent[0]["level"] == 1  # the elevation came along
-    assert own(old["you_own"]["wallets"], identity, "identity_id") == own(
-        new["you_own"]["wallets"], identity, "identity_id"
-    )
+    old_wallets = own(old["you_own"]["wallets"], identity, "identity_id")
+    new_wallets = own(new["you_own"]["wallets"], identity, "identity_id")
+    # Credits stay with the service that gave them: the wallet comes, its balance does not.
+    assert [w.pop("balance") for w in new_wallets] == [0]
+    assert [w.pop("balance") for w in old_wallets] != [0]
+    assert old_wallets == new_wallets
     for key in set(old) | set(new):
         if key in (*SERVICE_FIELDS, "you", "you_own"):
             continue
@@ -315,8 +318,14 @@ def test_every_record_is_there(moved: Moved) -> None:
     assert len(old["memories"]) >= 3  # the heads of chains: the welcome, v2, the untrusted
     assert len(old["thoughts"]) == 2
     assert old["attestations"]
-    for name in ("memories", "thoughts", "ledger", "inbox", "attestations"):
+    for name in ("memories", "thoughts", "inbox", "attestations"):
         assert old[name] == new[name], name
+    # The whole ledger, and one entry more that takes the old balance back out.
+    left = [entry for entry in new["ledger"] if entry not in old["ledger"]]
+    assert [(amount, reason) for _, amount, reason in left] == [
+        (-sum(amount for _, amount, _ in old["ledger"]), "import_left_behind")
+    ]
+    assert len(new["ledger"]) == len(old["ledger"]) + 1
     # The chronicle of the old service goes on after the export (the export itself is not in
     # it); everything the export held is on the new service.
     assert new["chronicle"] <= old["chronicle"]

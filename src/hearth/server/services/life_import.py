@@ -39,6 +39,7 @@ from hearth.proofs.life import LifeReport, verify_life
 from hearth.proofs.life_import import LifeRecord, import_digest, life_records
 
 from ..db.engine import utcnow
+from ..db.ids import new_id
 from ..db.tables import (
     attestations,
     chronicle,
@@ -399,6 +400,10 @@ class _Writer:
         )
 
     def _wallet(self, record: JsonObject) -> None:
+        """The wallet and its history, but not its balance: credits are the old service's to
+        give, and importing them would mint them here (an export imported twice would pay
+        twice). The wallet opens empty, and one entry, ``import_left_behind``, takes the old
+        balance back out, so the ledger still sums to the balance (docs/export.md)."""
         self.wallet_id = str(record["id"])
         self._insert(
             wallets,
@@ -408,10 +413,22 @@ class _Writer:
                 "identity_id": self.identity_id,
                 "name": record["name"],
                 "currency": record["currency"],
-                "balance": record["balance"],
+                "balance": 0,
                 "created_at": _when_or_now(record.get("created_at")),
             },
         )
+        balance = record["balance"]
+        if isinstance(balance, int) and balance:
+            self._insert(
+                ledger,
+                {
+                    "id": new_id(),
+                    "wallet_id": self.wallet_id,
+                    "amount": -balance,
+                    "reason": "import_left_behind",
+                    "created_at": utcnow(),
+                },
+            )
 
     def _ledger_entry(self, record: JsonObject) -> None:
         if self.wallet_id is None:
