@@ -10,9 +10,11 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from hearth.adds import b64url_encode
+from hearth.proofs import life_import as life_recipe
 from hearth.proofs.life_import import PROVIDER_BOX_INFO
 
 from ..auth import Authorized, CallerDep, HearthDep, root_proof
+from ..errors import ApiError
 from ..json_types import JsonObject
 from ..models_life import ImportedIdentity, MovedIdentity, MoveRequest, ProviderBoxKey
 from ..services import life_import, moves, provider
@@ -89,8 +91,23 @@ async def import_identity(  # noqa: PLR0917 - FastAPI parameters: the headers an
     ] = None,
 ) -> JsonObject:
     proof = life_import.ImportProof(timestamp, signature)
-    _, box_public = await _box_key(hearth)
-    box = await hearth.adds.keyring.box_key()
+    # Only a key that exists already: an export can only have been granted to a key the
+    # service published (GET /public/provider/box-key), and a refused import writes nothing,
+    # not even the service's first provider key.
+    try:
+        signing = await hearth.adds.keyring.existing()
+    except ProviderKeyUnavailable as exc:
+        raise provider.key_unavailable(exc) from None
+    if signing is None:
+        raise ApiError(
+            422,
+            "import_invalid",
+            "This service has published no key to grant an export to yet.",
+            hint="Fetch GET /public/provider/box-key, grant the export to that key (hearth "
+            "import does both), then import.",
+        )
+    box = life_recipe.provider_box_key(signing)
+    box_public = b64url_encode(box.public_key().public_bytes_raw())
     with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as car:
         # The body limit (MAX_IMPORT_BYTES) is enforced by the middleware as it streams.
         async for part in request.stream():
