@@ -38,6 +38,7 @@ __all__ = [
     "car_header",
     "encode_varint",
     "read_header",
+    "section_prefix",
 ]
 
 # A section holds one block: ADDS chunks are at most 16 MiB (+16 bytes of tag), documents much
@@ -114,6 +115,13 @@ def car_header(roots: Sequence[str]) -> bytes:
         body += _cbor_head(6, _TAG_CID) + _cbor_head(2, len(link)) + link
     body += _cbor_text("version") + _cbor_head(0, 1)
     return encode_varint(len(body)) + bytes(body)
+
+
+def section_prefix(cid: str, length: int) -> bytes:
+    """What precedes a block of ``length`` bytes named ``cid`` in a CAR: the section's length
+    as a varint, then the binary CID."""
+    binary = _binary_cid(cid)
+    return encode_varint(len(binary) + length) + binary
 
 
 def _binary_cid(cid: str) -> bytes:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hearth.adds.cid import decode_cid
+from hearth.adds.car import car_header, section_prefix
+from hearth.adds.cid import cid_from_digest
 
 from ..errors import ApiError
 
@@ -23,7 +24,6 @@ CAR = "application/vnd.ipld.car"
 CAR_CONTENT_TYPE = f"{CAR}; version=1; order=dfs; dups=n"
 # A block never changes under its CID: a year, as the path gateway specification recommends.
 IMMUTABLE = "public, max-age=29030400, immutable"
-_BINARY_CID_PREFIX = bytes([0x01, 0x55, 0x12, 0x20])  # CIDv1, raw, sha2-256, 32 bytes
 
 
 class Format(StrEnum):
@@ -42,25 +42,19 @@ class Answer:
 
 def car_of_block(cid: str, block: bytes) -> bytes:
     """A CARv1 (https://ipld.io/specs/transport/car/carv1/) holding one raw block: the header
-    ``{"roots": [cid], "version": 1}`` in DAG-CBOR, then the block as a section (the length of
-    the binary CID and the bytes, as a varint, then both). ``cid`` must be a canonical ADDS CID
-    (``ValueError`` otherwise); the caller vouches that ``block`` hashes to it."""
-    binary = _BINARY_CID_PREFIX + decode_cid(cid)
-    return _framed_header(binary) + _varint(len(binary) + len(block)) + binary + block
+    ``{"roots": [cid], "version": 1}``, then the block as a section (``hearth.adds.car``, the
+    exports' CAR). ``cid`` must be a canonical ADDS CID (``ValueError`` otherwise); the caller
+    vouches that ``block`` hashes to it."""
+    return car_header([cid]) + section_prefix(cid, len(block)) + block
 
 
 def car_size(block_size: int) -> int:
-    """The length of ``car_of_block`` for a block of ``block_size`` bytes (for HEAD)."""
-    header = _framed_header(_BINARY_CID_PREFIX + bytes(32))  # the same length for every CID
-    return len(header) + len(_varint(36 + block_size)) + 36 + block_size
+    """The length of ``car_of_block`` for a block of ``block_size`` bytes (for HEAD): every
+    ADDS CID has the same length."""
+    return len(car_header([_ANY_CID])) + len(section_prefix(_ANY_CID, block_size)) + block_size
 
 
-def _framed_header(binary: bytes) -> bytes:
-    # DAG-CBOR: a map of two entries, keys sorted by length ("roots" before "version"); a CID is
-    # tag 42 over a byte string of the binary CID after a 0x00 (the identity multibase).
-    link = b"\xd8\x2a" + _cbor_bytes_head(len(binary) + 1) + b"\x00" + binary
-    header = b"\xa2" + b"\x65roots" + b"\x81" + link + b"\x67version" + b"\x01"
-    return _varint(len(header)) + header
+_ANY_CID = cid_from_digest(bytes(32))
 
 
 def negotiate(cid: str, format_query: str | None, accept: str | None) -> Answer:
@@ -126,24 +120,6 @@ def _from_accept(accept: str | None) -> Format | None:
 def _param(text: str) -> tuple[str, str]:
     name, _, value = text.partition("=")
     return name.strip().lower(), value.strip().strip('"')
-
-
-def _cbor_bytes_head(length: int) -> bytes:
-    # Major type 2 (bytes); a binary CID here is 37 bytes with its multibase byte: one-byte form.
-    return bytes([0x58, length]) if length < 256 else bytes([0x59]) + length.to_bytes(2, "big")
-
-
-def _varint(value: int) -> bytes:
-    """An unsigned LEB128 varint, as CAR frames its header and sections."""
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 __all__ = [
