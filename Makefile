@@ -15,6 +15,10 @@ UV := $(shell command -v uv 2>/dev/null || ($(PYTHON) -m uv --version >/dev/null
 VENV := .venv
 STAMP := $(VENV)/.synced
 
+# pytest-xdist: one worker per core (PYTEST_WORKERS=0 runs in one process), a test module's tests
+# on one worker so that its module-scoped services start once (docs/performance.md, "The suite").
+PYTEST_WORKERS ?= auto
+
 .PHONY: install run test lint typecheck bench vectors clean
 
 install: $(STAMP)
@@ -44,7 +48,7 @@ test: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 	@# hearth's own bytecode too: the suite starts hundreds of hearth processes.
 	@$(VENV)/bin/python -m compileall -q src >/dev/null
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check --fix src tests bench
