@@ -26,6 +26,7 @@ import pytest
 from hearth.adds import b64url_decode
 from hearth.adds.car import CarWriter
 from hearth.client import HearthClient
+from hearth.client.backup import open_backup, seal_backup
 from hearth.client.export import add_export_reader
 from hearth.client.home import read_api_key
 from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_identity
@@ -37,6 +38,7 @@ from hearth.proofs import (
     sign_digest,
     verify_digest,
 )
+from hearth.proofs.key_types import Ed25519PrivateKey
 from hearth.proofs.life import DATA_SETS, LifeWriter
 from hearth.proofs.life_import import import_digest
 from tests.support.cli_homes import ok, run
@@ -45,6 +47,7 @@ from tests.support.live import free_port
 from tests.support.served import Served, hearth_serve, serve_env
 
 IMPORT = "/v1/identities/import"
+PASSPHRASE = "correct horse battery staple"
 
 
 @dataclass
@@ -151,6 +154,15 @@ def moved(
         (tmp / "statement.json").write_text(signed)
         j(["elevate", str(tmp / "statement.json"), "--json"], home)
         j(["attestations", "add", str(tmp / "statement.json"), "--json"], home)
+        # A runtime with its event log, a registered device key, a priced template published
+        # from the identity's voice, and the encrypted key backup.
+        with HearthClient(old.base_url, api_key=read_api_key(home)) as client:
+            identity = profile["identity_id"]
+            client.runtime_create("thinker", "self", identity_id=identity)
+            device = Ed25519PrivateKey.generate()
+            client.identity_key_register(identity, "laptop", device, root_key=keys.signing)
+            client.template_publish("Leaver's voice", "as it was", 5, identity_id=identity)
+            client.backup_push(identity, seal_backup(keys, PASSPHRASE), label="home")
         car = tmp / "life.car"
         exported = j(["export", "-o", str(car), "-q", "--json"], home)
         target = tmp / "target"
@@ -247,7 +259,8 @@ def test_the_identity_keeps_its_id_did_and_root(moved: Moved) -> None:
 # What names the service in a wake (docs/export.md, "What the new service holds"): the
 # project, the time, the proof sequence (root proofs are per service), and what the importing
 # project held before (its own identity and wallet); the vault is not in an export.
-SERVICE_FIELDS = ("generated_at", "project", "you_keep")
+# Runtimes come back stopped (``you_run``: test_every_record_is_there reads them).
+SERVICE_FIELDS = ("generated_at", "project", "you_keep", "you_run")
 
 
 def own(section: list[dict[str, Any]], identity_id: str, key: str) -> list[dict[str, Any]]:
@@ -306,6 +319,25 @@ def test_every_record_is_there(moved: Moved) -> None:
             attestations = [
                 (a.id, a.signature) for a in client.iter_attestations(identity_id=identity)
             ]
+            runtimes = {
+                r.id: (r.name, r.mode, r.status, r.deleted)
+                for r in client.iter_runtimes(identity_id=identity, include_deleted=True)
+            }
+            events = {
+                runtime: [(e.event, e.details) for e in client.iter_runtime_events(runtime)]
+                for runtime in runtimes
+            }
+            keys = [
+                (k.kid, k.public_key, k.purpose, k.revoked) for k in client.identity_keys(identity)
+            ]
+            templates = [
+                (t.id, t.name, t.price, client.template(t.id).expression)
+                for t in client.iter_templates()
+                if t.mine
+            ]
+            backup = client.backup_pull(identity)
+            profile = client.identity_profile(identity)
+            root = client.authority(identity).root_public_key
         seen[side] = {
             "memories": memories,
             "thoughts": thoughts,
@@ -313,13 +345,46 @@ def test_every_record_is_there(moved: Moved) -> None:
             "chronicle": chronicle,
             "inbox": inbox,
             "attestations": attestations,
+            "runtimes": runtimes,
+            "events": events,
+            "keys": keys,
+            "templates": templates,
+            "backup": (backup.id, backup.blob_base64, backup.key_derivation, backup.label),
+            "profile": profile,
+            "root": root,
         }
     old, new = seen["old"], seen["new"]
     assert len(old["memories"]) >= 3  # the heads of chains: the welcome, v2, the untrusted
     assert len(old["thoughts"]) == 2
     assert old["attestations"]
-    for name in ("memories", "thoughts", "inbox", "attestations"):
+    for name in ("memories", "thoughts", "inbox", "attestations", "keys", "templates", "backup"):
         assert old[name] == new[name], name
+    assert [k[:3] for k in new["keys"]][1] == ("laptop", new["keys"][1][1], "device")
+    assert len(new["templates"]) == 1
+    # Runtimes come back stopped, their event log whole, then one ``stopped`` event: imported.
+    assert {r: (*v[:2], v[3]) for r, v in old["runtimes"].items()} == {
+        r: (*v[:2], v[3]) for r, v in new["runtimes"].items()
+    }
+    assert {v[2] for v in new["runtimes"].values()} == {"stopped"}
+    for runtime, events in old["events"].items():
+        assert new["events"][runtime][:-1] == events
+        assert new["events"][runtime][-1][0] == "stopped"
+        assert new["events"][runtime][-1][1]["reason"] == "imported"
+    assert old["runtimes"]
+    assert old["events"]
+    # The identity's own fields: the same, but for where it lives and how it came.
+    old_profile, new_profile = old["profile"], new["profile"]
+    assert new_profile["metadata"].pop("imported_from")["origin"] == old_profile["origin"]
+    old_profile["metadata"].pop("moved_to")
+    assert (old_profile.pop("status"), new_profile.pop("status")) == ("moved", "active")
+    assert new_profile.pop("origin") == "import"
+    old_profile.pop("origin")
+    assert old_profile == new_profile
+    assert new_profile["sponsor_did"]
+    assert new_profile["elevated_at"]
+    # The key backup opens with its passphrase on the new service: the same root key.
+    restored = open_backup(new["backup"][1], new["backup"][2], PASSPHRASE)
+    assert b64_encode(restored.signing_public_raw) == new["root"]
     # The whole ledger, and one entry more that takes the old balance back out.
     left = [entry for entry in new["ledger"] if entry not in old["ledger"]]
     assert [(amount, reason) for _, amount, reason in left] == [

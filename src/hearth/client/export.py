@@ -101,13 +101,15 @@ class _DataSets:
                 "box_public_key": _b64(self.keys.box_public_raw),
             },
         )
-        # The identity as its wake shows it (name, level, form, capabilities...): an import
-        # recreates it from this.
+        # The identity as its wake shows it (name, level, form, capabilities...), with its own
+        # fields besides (language, sponsor, elevated_at, metadata...): an import recreates
+        # it from this.
         wake = self.client.wake(identity_id=self.identity_id)
         agents = wake.get("you", {}).get("agents", []) if isinstance(wake, dict) else []
+        fields = self.client.identity_profile(self.identity_id)
         for agent in agents:
             if isinstance(agent, dict) and agent.get("id") == self.identity_id:
-                yield _line("profile", agent)
+                yield _line("profile", {**agent, **fields})
         yield _line("pulse", self.client.pulse(self.identity_id))
         for key in self.client.identity_keys(self.identity_id):
             yield _line("identity_key", key)
