@@ -9,12 +9,13 @@ read what each step answered and what each service holds."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,11 +25,12 @@ import httpx2
 import pytest
 
 from hearth.adds import b64url_decode
-from hearth.adds.car import CarWriter
-from hearth.client import HearthClient
+from hearth.adds.car import CarIndex, CarWriter
+from hearth.client import AsyncHearthClient, HearthClient
 from hearth.client.backup import open_backup, seal_backup
 from hearth.client.export import add_export_reader
 from hearth.client.home import read_api_key
+from hearth.client.migration import Imported
 from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_identity
 from hearth.proofs import (
     b64_decode,
@@ -426,9 +428,15 @@ def test_a_moved_identity_refuses_mutations_and_keeps_everything(moved: Moved) -
     assert moved.after_move["memories_kept"] == 2  # the welcome letter and the v2 chain head
 
 
-def crafted_life(signer: IdentityKeys, box_public: str, memory: dict[str, Any]) -> bytes:
+def crafted_life(
+    signer: IdentityKeys,
+    box_public: str,
+    memory: dict[str, Any],
+    before_finish: Callable[[LifeWriter, CarWriter], None] | None = None,
+) -> bytes:
     """A life signed by ``signer`` for a new identity, granted to the service's key, holding
-    one memory record as given (what only a root key's holder can make)."""
+    one memory record as given (what only a root key's holder can make); ``before_finish``
+    may change the objects the head will list."""
     identity_id = str(uuid.uuid4())
     did = f"did:svc:{identity_id}"
     identity = {
@@ -453,6 +461,8 @@ def crafted_life(signer: IdentityKeys, box_public: str, memory: dict[str, Any]) 
     )
     for name in DATA_SETS:
         writer.add(name, lines.get(name, []))
+    if before_finish is not None:
+        before_finish(writer, car)
     head = writer.finish({"identity_id": identity_id, "service": "http://crafted.example"})
     car.finish([head.cid])
     return out.getvalue()
@@ -474,3 +484,139 @@ def test_a_signed_life_that_clashes_or_is_malformed_writes_nothing(moved: Moved)
         assert error_of(answer) == expected, answer.text
     with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
         assert len(client.wake()["you"]["agents"]) == before  # no identity was kept
+
+
+LARGE_MEMORIES = 450  # more than two pages of the export's memory listing (200 a page)
+LARGE_THOUGHTS = 230  # more than two pages of its thought listing (100 a page)
+SMALL_CHUNK = 16 << 10  # so that each large data set spans several chunks
+
+
+def test_a_large_life_round_trips_across_chunks_and_pages(
+    moved: Moved, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Many memories and thoughts, exported in small chunks, imported through the async client
+    from a file (the streamed body): every record is there, the thoughts open, and the
+    identity's language and visibility came along. Once, into SQLite: the writes are the same
+    code on PostgreSQL, which the rich life above covers, and the suite is near its limit."""
+    if request.node.callspec.params["moved"] != "sqlite":
+        pytest.skip("run once, into SQLite")
+    keys = new_identity().keys
+    with HearthClient(moved.old.base_url) as old:
+        me = old.register(
+            keys, "Large", pow_difficulty=8, language="fr", expression_visibility="public"
+        )
+        for n in range(LARGE_MEMORIES):
+            old.memory_store(f"memory {n}: " + "the garden after rain " * 8, agent_id=me.agent_id)
+        strand = old.strand_create(me.agent_id, "long")
+        for n in range(LARGE_THOUGHTS):
+            old.thought_write(
+                strand.id,
+                b"thought %d " % n * 40,
+                k_master=keys.strand_master,
+                signing_key=keys.signing,
+                seq=n + 1,
+            )
+        car = tmp_path / "large.car"
+        with car.open("wb") as out:
+            exported = old.export_life(
+                out, keys=keys, identity_id=me.agent_id, did=me.did, chunk_size=SMALL_CHUNK
+            )
+        before = snapshot(old, me.agent_id)
+    assert exported.sizes["memories"] > 4 * SMALL_CHUNK
+    assert exported.sizes["strands"] > 4 * SMALL_CHUNK
+    with HearthClient(moved.new.base_url) as client:
+        box = client.provider_box_key()
+    with car.open("rb") as source, (tmp_path / "granted.car").open("w+b") as granted:
+        add_export_reader(
+            source,
+            granted,
+            keys=keys,
+            audience="provider",
+            audience_public=b64url_decode(box.x25519_public_key),
+        )
+
+        async def send() -> Imported:
+            async with AsyncHearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
+                return await client.import_life(
+                    granted, root_key=keys.signing, box_public=box.x25519_public_key
+                )
+
+        imported = asyncio.run(send())
+    assert imported.records["memory"] == LARGE_MEMORIES + 1  # and the welcome letter
+    assert imported.records["thought"] == LARGE_THOUGHTS
+    with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as new:
+        after = snapshot(new, me.agent_id)
+        opened = [t.plaintext for t in new.iter_thoughts(strand.id, k_master=keys.strand_master)]
+    assert after == before
+    assert opened == [b"thought %d " % n * 40 for n in range(LARGE_THOUGHTS)]
+
+
+def snapshot(client: HearthClient, identity: str) -> dict[str, Any]:
+    profile = client.identity_profile(identity)
+    return {
+        "memories": {m.id: m.content for m in client.iter_memories(agent_id=identity)},
+        "thoughts": [
+            (t.id, t.seq, t.ciphertext)
+            for s in client.iter_strands(identity_id=identity)
+            for t in client.iter_thoughts(s.id)
+        ],
+        "profile": (profile["language"], profile["expression_visibility"], profile["name"]),
+    }
+
+
+def without_block(car: bytes, drop: str) -> bytes:
+    """The same CAR (same root) with one block left out."""
+    index = CarIndex.scan(io.BytesIO(car))
+    out = io.BytesIO()
+    writer = CarWriter(out)
+    for cid in index:
+        if cid != drop:
+            writer.put(cid, index.get(cid))
+    writer.finish(list(index.roots))
+    return out.getvalue()
+
+
+def memories_chunk(car: bytes) -> str:
+    """The CID of the first chunk of the memories data set, found from the head down."""
+    index = CarIndex.scan(io.BytesIO(car))
+    head = json.loads(index.get(index.roots[0]))
+    listed = json.loads(index.get(head["manifest_cid"]))["metadata"]["hearth_life"]["objects"]
+    entry = next(entry for entry in listed if entry["name"] == "memories")
+    return str(json.loads(index.get(entry["manifest"]))["chunks"][0]["cid"])
+
+
+def test_an_archive_that_does_not_verify_is_refused_and_writes_nothing(moved: Moved) -> None:
+    """A missing block, a data set signed by another key, a head that omits a data set: each
+    refused (422, the verification's code among the problems) though the proof is sound."""
+    with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
+        box = client.provider_box_key().x25519_public_key
+        before = len(client.wake()["you"]["agents"])
+    memory = {"id": str(uuid.uuid4()), "agent_id": "x", "tier": "episodic", "content": "kept?"}
+
+    def stranger_signs_memories(writer: LifeWriter, car: CarWriter) -> None:
+        other = LifeWriter(
+            car,
+            key=new_identity().keys.signing,
+            did=writer.did,
+            box_public=b64url_decode(box),
+            exported_at=int(time.time()),
+        )
+        line = json.dumps({"kind": "memory", "record": memory}).encode() + b"\n"
+        writer.objects["memories"] = other.add("memories", [line])
+
+    def omit_memories(writer: LifeWriter, _car: CarWriter) -> None:
+        del writer.objects["memories"]
+
+    signer = new_identity().keys
+    whole = crafted_life(signer, box, memory)
+    cases = {
+        "life.block_missing": without_block(whole, memories_chunk(whole)),
+        "life.signer": crafted_life(signer, box, memory, stranger_signs_memories),
+        "life.object_missing": crafted_life(signer, box, memory, omit_memories),
+    }
+    for code, life in cases.items():
+        answer = post(moved.new, moved.new_bearer, life, proof_headers(life, signer, box))
+        assert error_of(answer) == (422, "import_invalid"), answer.text
+        assert code in {p["code"] for p in answer.json()["details"]["problems"]}, code
+    with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
+        assert len(client.wake()["you"]["agents"]) == before
