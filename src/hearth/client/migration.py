@@ -26,6 +26,9 @@ __all__ = ["Imported", "MigrationCalls", "Moved", "ProviderBoxKey"]
 
 CAR_MEDIA_TYPE = "application/vnd.ipld.car"
 BODY_CHUNK = 1 << 20  # what a streamed import body reads from its file at a time
+# The service answers an import once it has verified and written the whole life: minutes for a
+# large one, so the wait for its answer is not the client's usual read timeout.
+IMPORT_ANSWER_SECONDS = 3600.0
 
 
 class _FileBody(httpx2.SyncByteStream, httpx2.AsyncByteStream):
@@ -134,8 +137,12 @@ class MigrationCalls:
         headers[IMPORT_HEADERS[0]] = timestamp
         headers[IMPORT_HEADERS[1]] = signature
         params = {"display_name": display_name} if display_name else None
+        usual = self._http.timeout
+        waits = httpx2.Timeout(
+            connect=usual.connect, read=IMPORT_ANSWER_SECONDS, write=usual.write, pool=usual.pool
+        )
         request = self._http.build_request(
-            "POST", "/v1/identities/import", params=params, headers=headers
+            "POST", "/v1/identities/import", params=params, headers=headers, timeout=waits
         )
         request.headers["Content-Length"] = str(source.seek(0, io.SEEK_END))
         request.stream = _FileBody(source)
