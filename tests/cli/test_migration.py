@@ -160,7 +160,8 @@ def moved(
         # from the identity's voice, and the encrypted key backup.
         with HearthClient(old.base_url, api_key=read_api_key(home)) as client:
             identity = profile["identity_id"]
-            client.runtime_create("thinker", "self", identity_id=identity)
+            runtime = client.runtime_create("thinker", "self", identity_id=identity)
+            client.strand_create(identity, "the runtime's", runtime_id=runtime.id)
             device = Ed25519PrivateKey.generate()
             client.identity_key_register(identity, "laptop", device, root_key=keys.signing)
             client.template_publish("Leaver's voice", "as it was", 5, identity_id=identity)
@@ -308,7 +309,7 @@ def test_every_record_is_there(moved: Moved) -> None:
                 for untrusted in (False, True)
                 for m in client.iter_memories(agent_id=identity, untrusted=untrusted)
             }
-            strands = list(client.iter_strands(identity_id=identity))
+            strands = sorted(client.iter_strands(identity_id=identity), key=lambda s: s.id)
             thoughts = [
                 (t.id, t.seq, t.nonce, t.ciphertext, t.signature)
                 for s in strands
@@ -347,6 +348,7 @@ def test_every_record_is_there(moved: Moved) -> None:
             "chronicle": chronicle,
             "inbox": inbox,
             "attestations": attestations,
+            "strands": [(s.id, s.name, s.runtime_id) for s in strands],
             "runtimes": runtimes,
             "events": events,
             "keys": keys,
@@ -359,7 +361,8 @@ def test_every_record_is_there(moved: Moved) -> None:
     assert len(old["memories"]) >= 3  # the heads of chains: the welcome, v2, the untrusted
     assert len(old["thoughts"]) == 2
     assert old["attestations"]
-    for name in ("memories", "thoughts", "inbox", "attestations", "keys", "templates", "backup"):
+    names = ("memories", "thoughts", "inbox", "attestations", "keys", "templates", "backup")
+    for name in (*names, "strands"):
         assert old[name] == new[name], name
     assert [k[:3] for k in new["keys"]][1] == ("laptop", new["keys"][1][1], "device")
     assert len(new["templates"]) == 1
@@ -373,6 +376,8 @@ def test_every_record_is_there(moved: Moved) -> None:
         assert new["events"][runtime][-1][0] == "stopped"
         assert new["events"][runtime][-1][1]["reason"] == "imported"
     assert old["runtimes"]
+    # The strand bound to the runtime is still bound to it.
+    assert [s[2] for s in new["strands"] if s[2]] == list(new["runtimes"])
     assert old["events"]
     # The identity's own fields: the same, but for where it lives and how it came.
     old_profile, new_profile = old["profile"], new["profile"]
