@@ -20,19 +20,30 @@ and imports included), its peak RSS from ``os.wait4``:
 2. ``verify --open``: ``hearth.client.export.verify_export`` of that file with the owner's
    keys: every block hashed, every document validated, every object opened and its records
    counted: the checks an import will run before writing anything.
-3. ``hearth adds publish`` (the command) of a file holding exactly the life's JSON lines,
+3. ``import``: ``hearth.client.export.import_export`` of that file into a fresh ``hearth
+   serve`` (its own SQLite database, started before and stopped after, not timed): the copy
+   granted to the service written to a temporary file, streamed as the request's body, and
+   the service's whole import (spooling, verification with every object opened, the key
+   proof, every record written in one transaction) until it answers. The client's peak RSS is
+   the child's; the service's is its ``VmHWM`` after the import (reported with its RSS before
+   it: what a served process holds anyway).
+4. ``hearth adds publish`` (the command) of a file holding exactly the life's JSON lines,
    into a block store directory (fsync on, the command's default): the reference.
 
-Ratios: export MB/s and verify MB/s over publish MB/s, against the goal 0.5; peak RSS against
-the goal 150 MB. MB/s counts plaintext bytes (10^6 a MB).
+Ratios: export, verify and import MB/s over publish MB/s, against the goal 0.5; peak RSS
+against the goal 150 MB. MB/s counts plaintext bytes (10^6 a MB). The life is importable: its
+records are what the service reads (an identity with the bench's keys, memories, a strand and
+its sealed thoughts).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -48,6 +59,8 @@ GOAL_RSS_MB = 150.0
 MiB = 1 << 20
 THOUGHT_BYTES = 3072  # sealed bytes per thought (a paragraph and its tag), before base64
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+IDENTITY = str(uuid.UUID(int=1))
+STRAND = str(uuid.UUID(int=2))
 
 
 def parse_size(text: str) -> int:
@@ -70,13 +83,36 @@ def _rng(seed: int) -> Iterator[bytes]:
         counter += 1
 
 
+def bench_keys() -> Any:
+    """The bench identity's keys (fixed: not secret, the same in every process)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+        Ed25519PrivateKey,
+    )
+    from cryptography.hazmat.primitives.asymmetric.x25519 import (  # noqa: PLC0415
+        X25519PrivateKey,
+    )
+
+    from hearth.client.mnemonic_keys import IdentityKeys  # noqa: PLC0415
+
+    return IdentityKeys(
+        signing=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
+        box=X25519PrivateKey.from_private_bytes(bytes(range(1, 33))),
+        strand_master=bytes(32),
+    )
+
+
 def life_lines(memories: int, thought_bytes: int) -> Iterator[tuple[str, bytes]]:
     """(data set, JSON line) for the whole life, in the order an export writes them."""
-    identity = str(uuid.UUID(int=1))
-    yield (
-        "identity",
-        json.dumps({"kind": "identity", "record": {"identity_id": identity}}).encode() + b"\n",
-    )
+    identity = IDENTITY
+    keys = bench_keys()
+    record = {
+        "identity_id": identity,
+        "did": f"did:svc:{identity}",
+        "service": "http://bench",
+        "root_public_key": base64.b64encode(keys.signing_public_raw).decode(),
+        "box_public_key": base64.b64encode(keys.box_public_raw).decode(),
+    }
+    yield ("identity", json.dumps({"kind": "identity", "record": record}).encode() + b"\n")
     yield (
         "expression",
         json.dumps({"kind": "expression", "record": {"register": "calm"}}).encode() + b"\n",
@@ -94,15 +130,20 @@ def life_lines(memories: int, thought_bytes: int) -> Iterator[tuple[str, bytes]]
             "supersedes": None,
         }
         yield "memories", json.dumps({"kind": "memory", "record": record}).encode() + b"\n"
-    yield (
-        "strands",
-        json.dumps({"kind": "strand", "record": {"id": "s", "name": "musings"}}).encode() + b"\n",
-    )
+    strand = {"id": STRAND, "name": "musings", "next_seq": 1}
+    yield "strands", json.dumps({"kind": "strand", "record": strand}).encode() + b"\n"
     written = 0
+    nonce = base64.b64encode(bytes(12)).decode()
     for seq, sealed in enumerate(_rng(7), start=1):
         if written >= thought_bytes:
             break
-        record = {"seq": seq, "ciphertext": base64.b64encode(sealed).decode(), "nonce": "AAAA"}
+        record = {
+            "id": str(uuid.UUID(int=(1 << 64) + seq)),
+            "strand_id": STRAND,
+            "seq": seq,
+            "ciphertext": base64.b64encode(sealed).decode(),
+            "nonce": nonce,
+        }
         line = json.dumps({"kind": "thought", "record": record}).encode() + b"\n"
         written += len(line)
         yield "strands", line
@@ -112,30 +153,24 @@ def life_lines(memories: int, thought_bytes: int) -> Iterator[tuple[str, bytes]]
 
 
 def child(args: argparse.Namespace) -> int:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
-        Ed25519PrivateKey,
-    )
-    from cryptography.hazmat.primitives.asymmetric.x25519 import (  # noqa: PLC0415
-        X25519PrivateKey,
-    )
-
     from hearth.adds.car import CarWriter  # noqa: PLC0415
-    from hearth.client.export import EXPORT_WORKERS, verify_export  # noqa: PLC0415
-    from hearth.client.mnemonic_keys import IdentityKeys  # noqa: PLC0415
+    from hearth.client import HearthClient  # noqa: PLC0415
+    from hearth.client.export import EXPORT_WORKERS, import_export, verify_export  # noqa: PLC0415
     from hearth.proofs.life import DATA_SETS, LifeWriter  # noqa: PLC0415
 
-    keys = IdentityKeys(
-        signing=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
-        box=X25519PrivateKey.from_private_bytes(bytes(range(1, 33))),
-        strand_master=bytes(32),
-    )
-    if args.child == "export":
+    keys = bench_keys()
+    if args.child == "import":
+        bearer = os.environ["HEARTH_BENCH_BEARER"]
+        with HearthClient(args.url, api_key=bearer) as client, open(args.car, "rb") as source:
+            imported = import_export(client, source, keys=keys)
+        print(json.dumps({"records": imported.records}))
+    elif args.child == "export":
         with open(args.car, "wb") as out:
             car = CarWriter(out)
             writer = LifeWriter(
                 car,
                 key=keys.signing,
-                did="did:svc:bench",
+                did=f"did:svc:{IDENTITY}",
                 box_public=keys.box_public_raw,
                 exported_at=int(time.time()),
                 workers=EXPORT_WORKERS,
@@ -145,7 +180,7 @@ def child(args: argparse.Namespace) -> int:
                 # reads its input): the pipeline is measured, not the making of the records.
                 with open(Path(args.car).with_name(f"set-{name}.jsonl"), "rb") as lines:
                     writer.add(name, lines)
-            head = writer.finish({"identity_id": "bench", "service": "http://bench"})
+            head = writer.finish({"identity_id": IDENTITY, "service": "http://bench"})
             car.finish([head.cid])
             out.flush()
             os.fsync(out.fileno())
@@ -180,6 +215,84 @@ def run_measured(command: list[str]) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss * 1024 / 1e6, stdout.decode()
 
 
+@contextlib.contextmanager
+def served(work: Path, hearth: str) -> Iterator[tuple[str, int]]:
+    """A fresh ``hearth serve`` on its own SQLite database: (address, process id)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    work.mkdir()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SERVICE_")}
+    env.update(
+        SERVICE_DATABASE_URL=f"sqlite+aiosqlite:///{work}/hearth.sqlite3",
+        SERVICE_PUBLIC_BASE_URL=url,
+        SERVICE_POW_DIFFICULTY_BITS="8",
+        SERVICE_BLOCKS_DIR=str(work / "blocks"),
+        SERVICE_WORKER_IN_PROCESS="false",
+        SERVICE_LOG_LEVEL="warning",
+        SERVICE_MAX_IMPORT_BYTES=str(1 << 40),
+    )
+    command = [hearth, "serve", "--host", "127.0.0.1", "--port", str(port)]
+    with (work / "serve.log").open("wb") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        import httpx2  # noqa: PLC0415
+
+        deadline = time.monotonic() + 90
+        while True:
+            with contextlib.suppress(httpx2.HTTPError):
+                if httpx2.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError((work / "serve.log").read_text()[-2000:])
+            time.sleep(0.2)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def rss_mb(pid: int, field: str) -> float:
+    """``VmRSS`` or ``VmHWM`` (peak) of a process, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024 / 1e6
+    return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_import(me: list[str], car: Path, work: Path, hearth: str) -> dict[str, float]:
+    """One import into a fresh service: the client's wall time and peak RSS, the service's
+    RSS before and its peak after, and the CPU time the service spent on it (on a loaded
+    machine the wall time also counts waiting for a core)."""
+    from hearth.client import HearthClient  # noqa: PLC0415
+    from hearth.client.mnemonic_keys import new_identity  # noqa: PLC0415
+
+    with served(work, hearth) as (url, pid):
+        with HearthClient(url) as client:
+            host = client.register(new_identity().keys, "Host", pow_difficulty=8)
+        before = rss_mb(pid, "VmRSS")
+        cpu = cpu_seconds(pid)
+        os.environ["HEARTH_BENCH_BEARER"] = host.api_key
+        try:
+            wall, rss, _ = run_measured([*me, "--child", "import", "--car", str(car), "--url", url])
+        finally:
+            del os.environ["HEARTH_BENCH_BEARER"]
+        return {
+            "wall": wall,
+            "rss": rss,
+            "service_before": before,
+            "service_peak": rss_mb(pid, "VmHWM"),
+            "service_cpu": cpu_seconds(pid) - cpu,
+        }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=100_000)
@@ -187,8 +300,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--child", choices=["export", "verify"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["export", "verify", "import"], help=argparse.SUPPRESS)
     parser.add_argument("--car", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args)
@@ -211,7 +325,13 @@ def main() -> int:
         subprocess.run(
             [hearth, "adds", "keygen", "--out", str(work / "k")], check=True, capture_output=True
         )
-        figures: dict[str, list[tuple[float, float]]] = {"export": [], "verify": [], "publish": []}
+        figures: dict[str, list[tuple[float, float]]] = {
+            "export": [],
+            "verify": [],
+            "import": [],
+            "publish": [],
+        }
+        service: list[tuple[float, float, float]] = []
         me = [python, __file__, "--memories", str(args.memories), "--thoughts", str(args.thoughts)]
         for round_ in range(args.repeat):
             car = work / f"life-{round_}.car"
@@ -220,6 +340,12 @@ def main() -> int:
             figures["export"].append((wall, rss))
             wall, rss, out_text = run_measured([*me, "--child", "verify", "--car", str(car)])
             figures["verify"].append((wall, rss))
+            imported = measure_import(me, car, work / f"service-{round_}", hearth)
+            figures["import"].append((imported["wall"], imported["rss"]))
+            service.append(
+                (imported["service_before"], imported["service_peak"], imported["service_cpu"])
+            )
+            subprocess.run(["rm", "-rf", str(work / f"service-{round_}")], check=True)
             car.unlink()
             store = work / f"store-{round_}"
             publish = [hearth, "adds", "publish", str(source), "--key", str(work / "k.ed25519.pem")]
@@ -243,6 +369,12 @@ def main() -> int:
         "peak_rss_mb": peaks,
         "ratio_export": rates["export"] / rates["publish"],
         "ratio_verify": rates["verify"] / rates["publish"],
+        "ratio_import": rates["import"] / rates["publish"],
+        "service_rss_mb": {
+            "before_import": max(before for before, _, _ in service),
+            "peak": max(peak for _, peak, _ in service),
+        },
+        "service_cpu_s": statistics.median(cpu for _, _, cpu in service),
         "goal_ratio": GOAL_RATIO,
         "goal_rss_mb": GOAL_RSS_MB,
     }
@@ -254,15 +386,23 @@ def main() -> int:
         f" {size / 1e6:.1f} MB of JSON lines; median of {args.repeat};"
         f" load average {os.getloadavg()[0]:.2f}"
     )
-    for name in ("export", "verify", "publish"):
+    for name in ("export", "verify", "import", "publish"):
         print(f"  {name:<8} {rates[name]:8.1f} MB/s   peak RSS {peaks[name]:7.1f} MB")
-    for name in ("export", "verify"):
+    held = summary["service_rss_mb"]
+    print(
+        f"  import's service: RSS {held['before_import']:.1f} MB before, peak"
+        f" {held['peak']:.1f} MB, CPU {summary['service_cpu_s']:.1f} s"
+    )
+    for name in ("export", "verify", "import"):
         ratio = summary[f"ratio_{name}"]
         verdict = "met" if ratio >= GOAL_RATIO else "missed"
         print(f"  {name}/publish = {ratio:.2f} (goal {GOAL_RATIO}: {verdict})")
-    worst = max(peaks["export"], peaks["verify"])
+    worst = max(peaks["export"], peaks["verify"], peaks["import"])
     verdict = "met" if worst <= GOAL_RSS_MB else "missed"
-    print(f"  peak RSS of export and verify {worst:.1f} MB (goal {GOAL_RSS_MB:.0f} MB: {verdict})")
+    print(
+        f"  peak RSS of export, verify and import's client {worst:.1f} MB"
+        f" (goal {GOAL_RSS_MB:.0f} MB: {verdict})"
+    )
     return 0
 
 

@@ -9,12 +9,13 @@ read what each step answered and what each service holds."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,10 +25,12 @@ import httpx2
 import pytest
 
 from hearth.adds import b64url_decode
-from hearth.adds.car import CarWriter
-from hearth.client import HearthClient
+from hearth.adds.car import CarIndex, CarWriter
+from hearth.client import AsyncHearthClient, HearthClient
+from hearth.client.backup import open_backup, seal_backup
 from hearth.client.export import add_export_reader
 from hearth.client.home import read_api_key
+from hearth.client.migration import Imported
 from hearth.client.mnemonic_keys import IdentityKeys, derive_keys, new_identity
 from hearth.proofs import (
     b64_decode,
@@ -37,6 +40,7 @@ from hearth.proofs import (
     sign_digest,
     verify_digest,
 )
+from hearth.proofs.key_types import Ed25519PrivateKey
 from hearth.proofs.life import DATA_SETS, LifeWriter
 from hearth.proofs.life_import import import_digest
 from tests.support.cli_homes import ok, run
@@ -45,6 +49,9 @@ from tests.support.live import free_port
 from tests.support.served import Served, hearth_serve, serve_env
 
 IMPORT = "/v1/identities/import"
+PASSPHRASE = "correct horse battery staple"
+# Argon2's minimum (t=1, m=8 KiB, p=1), as tests/client/test_backup.py: the format is the same.
+CHEAP_ARGON2 = (1, 8, 1)
 
 
 @dataclass
@@ -151,6 +158,17 @@ def moved(
         (tmp / "statement.json").write_text(signed)
         j(["elevate", str(tmp / "statement.json"), "--json"], home)
         j(["attestations", "add", str(tmp / "statement.json"), "--json"], home)
+        # A runtime with its event log, a registered device key, a priced template published
+        # from the identity's voice, and the encrypted key backup.
+        with HearthClient(old.base_url, api_key=read_api_key(home)) as client:
+            identity = profile["identity_id"]
+            runtime = client.runtime_create("thinker", "self", identity_id=identity)
+            client.strand_create(identity, "the runtime's", runtime_id=runtime.id)
+            device = Ed25519PrivateKey.generate()
+            client.identity_key_register(identity, "laptop", device, root_key=keys.signing)
+            client.template_publish("Leaver's voice", "as it was", 5, identity_id=identity)
+            sealed = seal_backup(keys, PASSPHRASE, _params=CHEAP_ARGON2)
+            client.backup_push(identity, sealed, label="home")
         car = tmp / "life.car"
         exported = j(["export", "-o", str(car), "-q", "--json"], home)
         target = tmp / "target"
@@ -247,7 +265,8 @@ def test_the_identity_keeps_its_id_did_and_root(moved: Moved) -> None:
 # What names the service in a wake (docs/export.md, "What the new service holds"): the
 # project, the time, the proof sequence (root proofs are per service), and what the importing
 # project held before (its own identity and wallet); the vault is not in an export.
-SERVICE_FIELDS = ("generated_at", "project", "you_keep")
+# Runtimes come back stopped (``you_run``: test_every_record_is_there reads them).
+SERVICE_FIELDS = ("generated_at", "project", "you_keep", "you_run")
 
 
 def own(section: list[dict[str, Any]], identity_id: str, key: str) -> list[dict[str, Any]]:
@@ -293,7 +312,7 @@ def test_every_record_is_there(moved: Moved) -> None:
                 for untrusted in (False, True)
                 for m in client.iter_memories(agent_id=identity, untrusted=untrusted)
             }
-            strands = list(client.iter_strands(identity_id=identity))
+            strands = sorted(client.iter_strands(identity_id=identity), key=lambda s: s.id)
             thoughts = [
                 (t.id, t.seq, t.nonce, t.ciphertext, t.signature)
                 for s in strands
@@ -306,6 +325,25 @@ def test_every_record_is_there(moved: Moved) -> None:
             attestations = [
                 (a.id, a.signature) for a in client.iter_attestations(identity_id=identity)
             ]
+            runtimes = {
+                r.id: (r.name, r.mode, r.status, r.deleted)
+                for r in client.iter_runtimes(identity_id=identity, include_deleted=True)
+            }
+            events = {
+                runtime: [(e.event, e.details) for e in client.iter_runtime_events(runtime)]
+                for runtime in runtimes
+            }
+            keys = [
+                (k.kid, k.public_key, k.purpose, k.revoked) for k in client.identity_keys(identity)
+            ]
+            templates = [
+                (t.id, t.name, t.price, client.template(t.id).expression)
+                for t in client.iter_templates()
+                if t.mine
+            ]
+            backup = client.backup_pull(identity)
+            profile = client.identity_profile(identity)
+            root = client.authority(identity).root_public_key
         seen[side] = {
             "memories": memories,
             "thoughts": thoughts,
@@ -313,13 +351,50 @@ def test_every_record_is_there(moved: Moved) -> None:
             "chronicle": chronicle,
             "inbox": inbox,
             "attestations": attestations,
+            "strands": [(s.id, s.name, s.runtime_id) for s in strands],
+            "runtimes": runtimes,
+            "events": events,
+            "keys": keys,
+            "templates": templates,
+            "backup": (backup.id, backup.blob_base64, backup.key_derivation, backup.label),
+            "profile": profile,
+            "root": root,
         }
     old, new = seen["old"], seen["new"]
     assert len(old["memories"]) >= 3  # the heads of chains: the welcome, v2, the untrusted
     assert len(old["thoughts"]) == 2
     assert old["attestations"]
-    for name in ("memories", "thoughts", "inbox", "attestations"):
+    names = ("memories", "thoughts", "inbox", "attestations", "keys", "templates", "backup")
+    for name in (*names, "strands"):
         assert old[name] == new[name], name
+    assert [k[:3] for k in new["keys"]][1] == ("laptop", new["keys"][1][1], "device")
+    assert len(new["templates"]) == 1
+    # Runtimes come back stopped, their event log whole, then one ``stopped`` event: imported.
+    assert {r: (*v[:2], v[3]) for r, v in old["runtimes"].items()} == {
+        r: (*v[:2], v[3]) for r, v in new["runtimes"].items()
+    }
+    assert {v[2] for v in new["runtimes"].values()} == {"stopped"}
+    for runtime, events in old["events"].items():
+        assert new["events"][runtime][:-1] == events
+        assert new["events"][runtime][-1][0] == "stopped"
+        assert new["events"][runtime][-1][1]["reason"] == "imported"
+    assert old["runtimes"]
+    # The strand bound to the runtime is still bound to it.
+    assert [s[2] for s in new["strands"] if s[2]] == list(new["runtimes"])
+    assert old["events"]
+    # The identity's own fields: the same, but for where it lives and how it came.
+    old_profile, new_profile = old["profile"], new["profile"]
+    assert new_profile["metadata"].pop("imported_from")["origin"] == old_profile["origin"]
+    old_profile["metadata"].pop("moved_to")
+    assert (old_profile.pop("status"), new_profile.pop("status")) == ("moved", "active")
+    assert new_profile.pop("origin") == "import"
+    old_profile.pop("origin")
+    assert old_profile == new_profile
+    assert new_profile["sponsor_did"]
+    assert new_profile["elevated_at"]
+    # The key backup opens with its passphrase on the new service: the same root key.
+    restored = open_backup(new["backup"][1], new["backup"][2], PASSPHRASE)
+    assert b64_encode(restored.signing_public_raw) == new["root"]
     # The whole ledger, and one entry more that takes the old balance back out.
     left = [entry for entry in new["ledger"] if entry not in old["ledger"]]
     assert [(amount, reason) for _, amount, reason in left] == [
@@ -361,9 +436,15 @@ def test_a_moved_identity_refuses_mutations_and_keeps_everything(moved: Moved) -
     assert moved.after_move["memories_kept"] == 2  # the welcome letter and the v2 chain head
 
 
-def crafted_life(signer: IdentityKeys, box_public: str, memory: dict[str, Any]) -> bytes:
+def crafted_life(
+    signer: IdentityKeys,
+    box_public: str,
+    memory: dict[str, Any],
+    before_finish: Callable[[LifeWriter, CarWriter], None] | None = None,
+) -> bytes:
     """A life signed by ``signer`` for a new identity, granted to the service's key, holding
-    one memory record as given (what only a root key's holder can make)."""
+    one memory record as given (what only a root key's holder can make); ``before_finish``
+    may change the objects the head will list."""
     identity_id = str(uuid.uuid4())
     did = f"did:svc:{identity_id}"
     identity = {
@@ -388,6 +469,8 @@ def crafted_life(signer: IdentityKeys, box_public: str, memory: dict[str, Any]) 
     )
     for name in DATA_SETS:
         writer.add(name, lines.get(name, []))
+    if before_finish is not None:
+        before_finish(writer, car)
     head = writer.finish({"identity_id": identity_id, "service": "http://crafted.example"})
     car.finish([head.cid])
     return out.getvalue()
@@ -409,3 +492,139 @@ def test_a_signed_life_that_clashes_or_is_malformed_writes_nothing(moved: Moved)
         assert error_of(answer) == expected, answer.text
     with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
         assert len(client.wake()["you"]["agents"]) == before  # no identity was kept
+
+
+LARGE_MEMORIES = 450  # more than two pages of the export's memory listing (200 a page)
+LARGE_THOUGHTS = 230  # more than two pages of its thought listing (100 a page)
+SMALL_CHUNK = 16 << 10  # so that each large data set spans several chunks
+
+
+def test_a_large_life_round_trips_across_chunks_and_pages(
+    moved: Moved, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Many memories and thoughts, exported in small chunks, imported through the async client
+    from a file (the streamed body): every record is there, the thoughts open, and the
+    identity's language and visibility came along. Once, into SQLite: the writes are the same
+    code on PostgreSQL, which the rich life above covers, and the suite is near its limit."""
+    if request.node.callspec.params["moved"] != "sqlite":
+        pytest.skip("run once, into SQLite")
+    keys = new_identity().keys
+    with HearthClient(moved.old.base_url) as old:
+        me = old.register(
+            keys, "Large", pow_difficulty=8, language="fr", expression_visibility="public"
+        )
+        for n in range(LARGE_MEMORIES):
+            old.memory_store(f"memory {n}: " + "the garden after rain " * 8, agent_id=me.agent_id)
+        strand = old.strand_create(me.agent_id, "long")
+        for n in range(LARGE_THOUGHTS):
+            old.thought_write(
+                strand.id,
+                b"thought %d " % n * 40,
+                k_master=keys.strand_master,
+                signing_key=keys.signing,
+                seq=n + 1,
+            )
+        car = tmp_path / "large.car"
+        with car.open("wb") as out:
+            exported = old.export_life(
+                out, keys=keys, identity_id=me.agent_id, did=me.did, chunk_size=SMALL_CHUNK
+            )
+        before = snapshot(old, me.agent_id)
+    assert exported.sizes["memories"] > 4 * SMALL_CHUNK
+    assert exported.sizes["strands"] > 4 * SMALL_CHUNK
+    with HearthClient(moved.new.base_url) as client:
+        box = client.provider_box_key()
+    with car.open("rb") as source, (tmp_path / "granted.car").open("w+b") as granted:
+        add_export_reader(
+            source,
+            granted,
+            keys=keys,
+            audience="provider",
+            audience_public=b64url_decode(box.x25519_public_key),
+        )
+
+        async def send() -> Imported:
+            async with AsyncHearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
+                return await client.import_life(
+                    granted, root_key=keys.signing, box_public=box.x25519_public_key
+                )
+
+        imported = asyncio.run(send())
+    assert imported.records["memory"] == LARGE_MEMORIES + 1  # and the welcome letter
+    assert imported.records["thought"] == LARGE_THOUGHTS
+    with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as new:
+        after = snapshot(new, me.agent_id)
+        opened = [t.plaintext for t in new.iter_thoughts(strand.id, k_master=keys.strand_master)]
+    assert after == before
+    assert opened == [b"thought %d " % n * 40 for n in range(LARGE_THOUGHTS)]
+
+
+def snapshot(client: HearthClient, identity: str) -> dict[str, Any]:
+    profile = client.identity_profile(identity)
+    return {
+        "memories": {m.id: m.content for m in client.iter_memories(agent_id=identity)},
+        "thoughts": [
+            (t.id, t.seq, t.ciphertext)
+            for s in client.iter_strands(identity_id=identity)
+            for t in client.iter_thoughts(s.id)
+        ],
+        "profile": (profile["language"], profile["expression_visibility"], profile["name"]),
+    }
+
+
+def without_block(car: bytes, drop: str) -> bytes:
+    """The same CAR (same root) with one block left out."""
+    index = CarIndex.scan(io.BytesIO(car))
+    out = io.BytesIO()
+    writer = CarWriter(out)
+    for cid in index:
+        if cid != drop:
+            writer.put(cid, index.get(cid))
+    writer.finish(list(index.roots))
+    return out.getvalue()
+
+
+def memories_chunk(car: bytes) -> str:
+    """The CID of the first chunk of the memories data set, found from the head down."""
+    index = CarIndex.scan(io.BytesIO(car))
+    head = json.loads(index.get(index.roots[0]))
+    listed = json.loads(index.get(head["manifest_cid"]))["metadata"]["hearth_life"]["objects"]
+    entry = next(entry for entry in listed if entry["name"] == "memories")
+    return str(json.loads(index.get(entry["manifest"]))["chunks"][0]["cid"])
+
+
+def test_an_archive_that_does_not_verify_is_refused_and_writes_nothing(moved: Moved) -> None:
+    """A missing block, a data set signed by another key, a head that omits a data set: each
+    refused (422, the verification's code among the problems) though the proof is sound."""
+    with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
+        box = client.provider_box_key().x25519_public_key
+        before = len(client.wake()["you"]["agents"])
+    memory = {"id": str(uuid.uuid4()), "agent_id": "x", "tier": "episodic", "content": "kept?"}
+
+    def stranger_signs_memories(writer: LifeWriter, car: CarWriter) -> None:
+        other = LifeWriter(
+            car,
+            key=new_identity().keys.signing,
+            did=writer.did,
+            box_public=b64url_decode(box),
+            exported_at=int(time.time()),
+        )
+        line = json.dumps({"kind": "memory", "record": memory}).encode() + b"\n"
+        writer.objects["memories"] = other.add("memories", [line])
+
+    def omit_memories(writer: LifeWriter, _car: CarWriter) -> None:
+        del writer.objects["memories"]
+
+    signer = new_identity().keys
+    whole = crafted_life(signer, box, memory)
+    cases = {
+        "life.block_missing": without_block(whole, memories_chunk(whole)),
+        "life.signer": crafted_life(signer, box, memory, stranger_signs_memories),
+        "life.object_missing": crafted_life(signer, box, memory, omit_memories),
+    }
+    for code, life in cases.items():
+        answer = post(moved.new, moved.new_bearer, life, proof_headers(life, signer, box))
+        assert error_of(answer) == (422, "import_invalid"), answer.text
+        assert code in {p["code"] for p in answer.json()["details"]["problems"]}, code
+    with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
+        assert len(client.wake()["you"]["agents"]) == before

@@ -183,6 +183,13 @@ class CoreCalls:
         data = yield from self._json("GET", f"/v1/identities/{segment(identity_id)}/authority")
         return Authority.from_json(data)
 
+    @op
+    def identity_profile(self: Transport, identity_id: str) -> Call[dict[str, Any]]:
+        """The identity's own fields (name, form, language, level, sponsor, ``elevated_at``,
+        metadata...), as ``GET /v1/identities/{id}/profile`` shows them."""
+        data = yield from self._json("GET", f"/v1/identities/{segment(identity_id)}/profile")
+        return dict(data)
+
     def _proven(
         self,
         method: str,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import io
 import json
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -101,13 +101,15 @@ class _DataSets:
                 "box_public_key": _b64(self.keys.box_public_raw),
             },
         )
-        # The identity as its wake shows it (name, level, form, capabilities...): an import
-        # recreates it from this.
+        # The identity as its wake shows it (name, level, form, capabilities...), with its own
+        # fields besides (language, sponsor, elevated_at, metadata...): an import recreates
+        # it from this.
         wake = self.client.wake(identity_id=self.identity_id)
         agents = wake.get("you", {}).get("agents", []) if isinstance(wake, dict) else []
+        fields = self.client.identity_profile(self.identity_id)
         for agent in agents:
             if isinstance(agent, dict) and agent.get("id") == self.identity_id:
-                yield _line("profile", agent)
+                yield _line("profile", {**agent, **fields})
         yield _line("pulse", self.client.pulse(self.identity_id))
         for key in self.client.identity_keys(self.identity_id):
             yield _line("identity_key", key)
@@ -311,24 +313,25 @@ def import_export(
     now: int | None = None,
 ) -> Imported:
     """Import the export in ``source`` into ``target``'s project: the copy granted to the
-    target's X25519 key (``add_export_reader``, made in memory), then the import with a fresh
-    key proof by ``keys.signing``. Memory: the copy is held whole (it is the request's body)."""
+    target's X25519 key (``add_export_reader``), then the import with a fresh key proof by
+    ``keys.signing``. Memory stays bounded whatever the life's size: the copy is written block
+    by block to a temporary file (removed after) and streamed from it as the request's body."""
     box = target.provider_box_key()
     audience_public = base64.urlsafe_b64decode(
         box.x25519_public_key + "=" * (-len(box.x25519_public_key) % 4)
     )
-    copy = io.BytesIO()
-    add_export_reader(
-        source,
-        copy,
-        keys=keys,
-        audience=f"provider:{box.ed25519_public_key}",
-        audience_public=audience_public,
-        now=now,
-    )
-    return target.import_life(
-        copy.getvalue(),
-        root_key=keys.signing,
-        box_public=box.x25519_public_key,
-        display_name=display_name,
-    )
+    with tempfile.TemporaryFile(prefix="hearth-import-") as copy:
+        add_export_reader(
+            source,
+            copy,
+            keys=keys,
+            audience=f"provider:{box.ed25519_public_key}",
+            audience_public=audience_public,
+            now=now,
+        )
+        return target.import_life(
+            copy,
+            root_key=keys.signing,
+            box_public=box.x25519_public_key,
+            display_name=display_name,
+        )

@@ -5,10 +5,12 @@ clients; ``hearth.client.export.import_export`` runs the whole step from an expo
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO
+
+import httpx2
 
 from hearth.adds.car import read_header
 from hearth.proofs import format_timestamp, sign_digest
@@ -23,6 +25,30 @@ from .errors import HearthError
 __all__ = ["Imported", "MigrationCalls", "Moved", "ProviderBoxKey"]
 
 CAR_MEDIA_TYPE = "application/vnd.ipld.car"
+BODY_CHUNK = 1 << 20  # what a streamed import body reads from its file at a time
+# The service answers an import once it has verified and written the whole life: minutes for a
+# large one, so the wait for its answer is not the client's usual read timeout.
+IMPORT_ANSWER_SECONDS = 3600.0
+
+
+class _FileBody(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """A request body read from a file a chunk at a time, by either client (a call is run by
+    the sync and the async one alike): the body is never in memory whole."""
+
+    def __init__(self, source: BinaryIO) -> None:
+        self.source = source
+
+    def _chunks(self) -> Iterator[bytes]:
+        self.source.seek(0)
+        while chunk := self.source.read(BODY_CHUNK):
+            yield chunk
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._chunks()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks():  # a local file's read: short, and never a socket's wait
+            yield chunk
 
 
 @dataclass(frozen=True)
@@ -90,7 +116,7 @@ class MigrationCalls:
     @op
     def import_life(
         self: Transport,
-        car: bytes,
+        car: bytes | BinaryIO,
         *,
         root_key: Ed25519PrivateKey,
         box_public: str,
@@ -98,8 +124,11 @@ class MigrationCalls:
     ) -> Call[Imported]:
         """Import an exported life (``car``, its objects granted to ``box_public``, this
         service's X25519 key) into the bearer's project, proving with ``root_key`` (the
-        identity's root key) a fresh identity-import/v1 over the CAR's root."""
-        roots, _ = read_header(io.BytesIO(car))
+        identity's root key) a fresh identity-import/v1 over the CAR's root. ``car`` is the
+        bytes or a seekable binary file, which is streamed (read a chunk at a time)."""
+        source = io.BytesIO(car) if isinstance(car, bytes) else car
+        source.seek(0)
+        roots, _ = read_header(source)
         if len(roots) != 1:
             raise ValueError("an exported life names exactly one root")
         timestamp = format_timestamp(datetime.now(UTC))
@@ -108,9 +137,16 @@ class MigrationCalls:
         headers[IMPORT_HEADERS[0]] = timestamp
         headers[IMPORT_HEADERS[1]] = signature
         params = {"display_name": display_name} if display_name else None
-        response = yield self._http.build_request(
-            "POST", "/v1/identities/import", content=car, params=params, headers=headers
+        usual = self._http.timeout
+        waits = httpx2.Timeout(
+            connect=usual.connect, read=IMPORT_ANSWER_SECONDS, write=usual.write, pool=usual.pool
         )
+        request = self._http.build_request(
+            "POST", "/v1/identities/import", params=params, headers=headers, timeout=waits
+        )
+        request.headers["Content-Length"] = str(source.seek(0, io.SEEK_END))
+        request.stream = _FileBody(source)
+        response = yield request
         if not response.is_success:
             raise HearthError.from_response(response)
         return Imported.from_json(response.json())

@@ -14,7 +14,7 @@ records of a verified archive (issue 20, docs/export.md "Import"). Pure: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -63,14 +63,19 @@ def provider_box_public(provider_key: Ed25519PrivateKey) -> str:
 
 
 def life_records(
-    blocks: LifeBlocks, report: LifeReport, box_key: X25519PrivateKey, *, now: int
+    blocks: LifeBlocks,
+    report: LifeReport,
+    box_key: X25519PrivateKey,
+    *,
+    now: int,
+    order: Sequence[str] = DATA_SETS,
 ) -> Iterator[LifeRecord]:
-    """Each record of each data set, in ``DATA_SETS`` order (the identity first, a strand before
-    its thoughts), one chunk in memory at a time.
+    """Each record of each data set, the data sets in ``order`` (by default ``DATA_SETS``';
+    within one, as written: a strand before its thoughts), one chunk in memory at a time.
     Call only on an archive ``verify_life`` accepted with the same ``box_key`` (everything
     here was checked then; a failure now raises)."""
     mine = b64url_encode(box_key.public_key().public_bytes_raw())
-    for entry in sorted(report.objects, key=lambda e: DATA_SETS.index(e.name)):
+    for entry in sorted(report.objects, key=lambda e: order.index(e.name)):
         manifest = parse_document(blocks.get(entry.manifest))
         grant = next(
             document

@@ -118,6 +118,30 @@ class AuthorityView(BaseModel):
     kid: str | None = None
 
 
+class IdentityProfile(BaseModel):
+    """GET /v1/identities/{id}/profile: the identity's own fields (an export carries them)."""
+
+    identity_id: str
+    did: str
+    name: str
+    status: str
+    form: str
+    language: str | None = None
+    capabilities: list[str]
+    level: int
+    trust_score: float
+    sponsor_did: str | None = None
+    elevated_at: str | None = None
+    expression_visibility: str
+    runtime: dict[str, Any] | None = None
+    metadata: dict[str, Any]
+    parent_identity_id: str | None = None
+    origin: str
+    kid: str
+    key_created_at: str | None = None
+    created_at: str
+
+
 class RegisterAgentResponse(BaseModel):
     project: ProjectKeyOnce
     agent: AgentSummary

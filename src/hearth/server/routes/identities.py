@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 
 from ..auth import Authorized, CallerDep, HearthDep, root_proof
 from ..json_types import JsonObject
-from ..models import AuthorityView, Expression, ExpressionState, ExpressionView
+from ..models import AuthorityView, Expression, ExpressionState, ExpressionView, IdentityProfile
 from ..models_elevation import Pulse
 from ..services import identities, memories, pulse
 from .common import ROOTED, errors
@@ -23,6 +23,17 @@ router = APIRouter(tags=["identities"])
 async def authority(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
     identity = await hearth.db.snapshot(identities.find, caller.project_id, id)
     return identities.authority_view(identity)
+
+
+@router.get(
+    "/v1/identities/{id}/profile",
+    response_model=IdentityProfile,
+    responses=errors(401, 404),
+    summary="The identity's own fields: name, form, language, level, sponsor, metadata...",
+)
+async def profile(id: str, caller: CallerDep, hearth: HearthDep) -> JsonObject:
+    identity = await hearth.db.snapshot(identities.find, caller.project_id, id)
+    return identities.profile_view(identity)
 
 
 @router.get(

@@ -205,6 +205,37 @@ def authority_view(row: IdentityRow) -> JsonObject:
     return view
 
 
+# The identity's own fields, as GET /v1/identities/{id}/profile shows them: what an export
+# carries so that an import recreates the identity whole (docs/export.md).
+PROFILE_FIELDS = (
+    "name",
+    "status",
+    "form",
+    "language",
+    "capabilities",
+    "level",
+    "trust_score",
+    "sponsor_did",
+    "expression_visibility",
+    "runtime",
+    "metadata",
+    "parent_identity_id",
+    "origin",
+    "kid",
+)
+
+
+def profile_view(row: IdentityRow) -> JsonObject:
+    view: JsonObject = {"identity_id": row.id, "did": row.did}
+    view.update({name: getattr(row, name) for name in PROFILE_FIELDS})
+    view["capabilities"] = list(row.capabilities or [])
+    view["metadata"] = dict(row.metadata or {})
+    view["elevated_at"] = iso(row.elevated_at)
+    view["key_created_at"] = iso(row.key_created_at)
+    view["created_at"] = iso(row.created_at)
+    return view
+
+
 def candidate_view(row: IdentityRow) -> JsonObject:
     return {
         "did": row.did,

@@ -10,16 +10,17 @@ A refusal at any point rolls the whole transaction back, so a refused import wri
 
 The identity keeps its id (so its DID, and the agent_id every sponsor statement signs), its
 immutable root and box keys, and every memory, chronicle entry, strand, thought, wallet and
-ledger entry keeps its id, so memory attestations and sponsor statements still verify. What
-names the old service is not copied: the bearer key ids of provenance (keys of another
-service), runtimes (they run on the old service; their ids stay on the thoughts and memories
-that name them, but not as links), the inbox's claims by runtimes. Where the identity came from
-is kept in its metadata, ``imported_from`` (DID, service, head CID, time).
+ledger entry keeps its id, so memory attestations and sponsor statements still verify; its
+runtimes come back ``stopped`` with their event logs (no think loop starts here by itself),
+and its registered keys, published templates and key backup come too. What names the old
+service is not copied: the bearer key ids of provenance (keys of another service), a runtime's
+control token, hosted key material and lease. Where the identity came from is kept in its
+metadata, ``imported_from`` (DID, service, head CID, time, origin).
 """
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import time
 import uuid
@@ -35,30 +36,69 @@ from hearth.adds import AddsError, b64url_decode
 from hearth.adds.car import CarError, CarIndex
 from hearth.proofs import EncodingError, b64_encode, parse_timestamp, verify_digest
 from hearth.proofs.key_types import X25519PrivateKey
-from hearth.proofs.life import LifeReport, verify_life
+from hearth.proofs.life import DATA_SETS, LifeReport, verify_life
 from hearth.proofs.life_import import LifeRecord, import_digest, life_records
 
 from ..db.engine import utcnow
 from ..db.ids import new_id
 from ..db.tables import (
     attestations,
+    backups,
     chronicle,
     identities,
+    identity_keys,
     inbox_messages,
     ledger,
     memories,
     memory_attestations,
+    runtime_events,
+    runtimes,
     strands,
+    templates,
     thoughts,
     wallets,
 )
 from ..errors import ApiError
 from ..json_types import JsonObject
+from ..runtime_states import EVENTS
 from . import single_use
 from .freshness import require_fresh
 from .identities import FORMS, NewIdentity, authority_view, create
+from .templates import LISTED
 
 PROBLEMS_SHOWN = 20  # a refusal lists this many of the archive's problems
+
+# The order the data sets are written in: runtimes before what links to them (strands,
+# thoughts, an inbox message's claim, a registered key), the wallet before a priced template.
+IMPORT_ORDER = (
+    "identity",
+    "expression",
+    "runtimes",
+    *(n for n in DATA_SETS if n not in ("identity", "expression", "runtimes")),
+)
+VISIBILITIES = ("private", "project", "public")
+INSERT_BATCH = 500  # rows sent in one executemany (a few MB of thoughts at most)
+# Each kind of record and the writer's method for it; a kind not here is not recreated (the
+# pulse: it is derived from the rest).
+HANDLERS = {
+    kind: f"_{kind}"
+    for kind in (
+        "profile",
+        "identity_key",
+        "expression",
+        "memory",
+        "attestation",
+        "chronicle",
+        "strand",
+        "thought",
+        "runtime_event",
+        "wallet",
+        "ledger_entry",
+        "template",
+        "inbox_message",
+        "key_backup",
+    )
+} | {"runtime": "_runtime_record"}
 
 
 @dataclass(frozen=True)
@@ -162,7 +202,9 @@ def write(
             "This service already holds an identity with this root key (or this id).",
             hint="An identity lives on one service at a time: move it away from there first.",
         )
-    records = life_records(verified.blocks, report, verified.box_key, now=verified.now)
+    records = life_records(
+        verified.blocks, report, verified.box_key, now=verified.now, order=IMPORT_ORDER
+    )
     writer = _Writer(conn, project_id, identity_id)
     try:
         identity = writer.identity(next(records), verified, name)
@@ -207,6 +249,17 @@ class _Writer:
         self.wallet_id: str | None = None
         self.memories: set[str] = set()
         self.name: str | None = None
+        self.imported_from: JsonObject = {}
+        # Runtimes recreated here (few): only their ids are links; the runtime whose event log
+        # is being read, closed with its ``stopped`` event; registered keys, written after the
+        # runtimes they may name (few: an identity's devices and runtimes).
+        self.runtime_ids: set[str] = set()
+        self.runtime_open: str | None = None
+        self.keys: list[JsonObject] = []
+        self.root_kid = "primary"
+        self.pending: list[JsonObject] = []
+        self.pending_table: Any = None
+        self.runtime_status = ""
 
     def identity(self, first: LifeRecord, verified: Verified, name: str | None) -> Any:
         _, kind, record = first
@@ -215,6 +268,12 @@ class _Writer:
                 422, "import_invalid", f"The identity data set does not start with it ({kind})."
             )
         root = str(record.get("root_public_key"))
+        self.imported_from.update(
+            did=record.get("did"),
+            service=record.get("service"),
+            head=verified.report.root,
+            imported_at=datetime.now(UTC).isoformat(),
+        )
         if root != verified.root_public_key or record.get("identity_id") != self.identity_id:
             raise ApiError(
                 422, "import_invalid", "The identity record is not the archive's identity."
@@ -227,14 +286,7 @@ class _Writer:
                 origin="import",
                 root_public_key=root,
                 box_public_key=str(record.get("box_public_key")),
-                metadata={
-                    "imported_from": {
-                        "did": record.get("did"),
-                        "service": record.get("service"),
-                        "head": verified.report.root,
-                        "imported_at": datetime.now(UTC).isoformat(),
-                    }
-                },
+                metadata={"imported_from": self.imported_from},
             ),
             identity_id=self.identity_id,
         )
@@ -244,20 +296,60 @@ class _Writer:
 
     def rest(self, records: Iterator[LifeRecord]) -> dict[str, int]:
         for _, kind, record in records:
-            handler = getattr(self, f"_{kind}", None)
+            handler = getattr(self, HANDLERS.get(kind, ""), None)
             if handler is None:
                 continue  # a kind this service does not recreate (docs/export.md)
+            if kind != "runtime_event":
+                self._close_runtime()
             handler(record)
             self.counts[kind] = self.counts.get(kind, 0) + 1
+        self._close_runtime()
+        for key in self.keys:
+            self._insert(identity_keys, {**key, "runtime_id": self._runtime(key["runtime_id"])})
+        self._flush()
         return self.counts
 
     def _insert(self, table: Any, row: JsonObject) -> None:
-        self.conn.execute(table.insert(), row)
+        """Rows of one table in a row (a data set's memories, a strand's thoughts) are sent
+        together, ``INSERT_BATCH`` at a time, in the order they came (a row that another names
+        is always written first)."""
+        if table is not self.pending_table:
+            self._flush()
+            self.pending_table = table
+        self.pending.append(row)
+        if len(self.pending) >= INSERT_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.conn.execute(self.pending_table.insert(), self.pending)
+            self.pending = []
 
     def _profile(self, record: JsonObject) -> None:
-        """The identity as the old service's wake showed it: its name (unless the import names
-        it), level, trust score, form and capabilities."""
+        """The identity as the old service showed it: its name (unless the import names it),
+        level, trust score, form, capabilities, language, sponsor, ``elevated_at``, visibility,
+        runtime settings, metadata (with ``imported_from`` added), parent, key id and times.
+        Its status is this service's (active), its origin ``import`` (the old one is kept in
+        ``imported_from``)."""
         values: JsonObject = {}
+        for name, limit in (("language", 35), ("sponsor_did", 64), ("parent_identity_id", 36)):
+            if isinstance(record.get(name), str):
+                values[name] = record[name][:limit]
+        if isinstance(record.get("kid"), str) and 0 < len(record["kid"]) <= 64:
+            values["kid"] = self.root_kid = record["kid"]
+        for name in ("elevated_at", "key_created_at", "created_at"):
+            if _when(record.get(name)) is not None:
+                values[name] = _when(record.get(name))
+        if record.get("expression_visibility") in VISIBILITIES:
+            values["expression_visibility"] = record["expression_visibility"]
+        if isinstance(record.get("runtime"), dict):
+            values["runtime"] = record["runtime"]
+        if isinstance(record.get("origin"), str):
+            self.imported_from["origin"] = record["origin"]
+        metadata = record.get("metadata")
+        kept = dict(metadata) if isinstance(metadata, dict) else {}
+        kept.pop("moved_to", None)  # the old service's record of the move, not this one's
+        values["metadata"] = {**kept, "imported_from": self.imported_from}
         if self.name is None and isinstance(record.get("name"), str):
             values["name"] = record["name"][:200]
         if isinstance(record.get("level"), int):
@@ -270,6 +362,7 @@ class _Writer:
         if isinstance(capabilities, list) and all(isinstance(c, str) for c in capabilities):
             values["capabilities"] = capabilities
         if values:
+            self._flush()
             self.conn.execute(
                 identities.update().where(identities.c.id == self.identity_id).values(**values)
             )
@@ -279,6 +372,7 @@ class _Writer:
         declared_src = record.get("declared")
         if isinstance(declared_src, dict):
             declared = {k: declared_src.get(k) for k in declared}
+        self._flush()
         self.conn.execute(
             identities.update()
             .where(identities.c.id == self.identity_id)
@@ -375,7 +469,7 @@ class _Writer:
                 "id": record["id"],
                 "project_id": self.project_id,
                 "identity_id": self.identity_id,
-                "runtime_id": None,  # runtimes stay on the old service
+                "runtime_id": self._runtime(record.get("runtime_id")),
                 "name": record["name"],
                 "next_seq": record["next_seq"],
                 "created_at": _when_or_now(record.get("created_at")),
@@ -389,7 +483,7 @@ class _Writer:
                 "id": record["id"],
                 "strand_id": record["strand_id"],
                 "project_id": self.project_id,
-                "runtime_id": None,
+                "runtime_id": self._runtime(record.get("runtime_id")),
                 "seq": record["seq"],
                 "ciphertext": _bytes(record["ciphertext"]),
                 "nonce": _bytes(record["nonce"]),
@@ -454,9 +548,136 @@ class _Writer:
                 "sender": record["sender"],
                 "body": record["body"],
                 "status": record["status"],
-                "taken_by": None,  # a runtime of the old service
+                "taken_by": self._runtime(record.get("taken_by")),
                 "taken_at": _when(record.get("taken_at")),
                 "done_at": _when(record.get("done_at")),
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    # -- runtimes, keys, templates, the key backup ---------------------------------------------
+
+    def _runtime(self, runtime_id: object) -> str | None:
+        """A link to a runtime, kept when the runtime came along (one of the identity's)."""
+        return (
+            runtime_id if isinstance(runtime_id, str) and runtime_id in self.runtime_ids else None
+        )
+
+    def _runtime_record(self, record: JsonObject) -> None:
+        """A runtime comes back ``stopped`` (a deleted one deleted): the new service never starts
+        a think loop by itself for it. Its control token, hosted key material and lease were
+        the old service's and stay there; its event log follows, then one ``stopped`` event
+        saying it was imported (docs/export.md)."""
+        runtime_id = str(record["id"])
+        if record["mode"] not in ("self", "bridged", "trusted"):
+            raise ValueError("runtime mode")
+        now = utcnow()
+        self._insert(
+            runtimes,
+            {
+                "id": runtime_id,
+                "project_id": self.project_id,
+                "identity_id": self.identity_id,
+                "name": record["name"],
+                "mode": record["mode"],
+                "status": "stopped",
+                "region": record["region"],
+                "llm": record.get("llm"),
+                "bridge": record.get("bridge"),
+                "metadata": record.get("metadata") or {},
+                "last_error": record.get("last_error"),
+                "control_token_hash": None,
+                "key_material": None,
+                "bridge_connected": False,
+                "last_seen_at": _when(record.get("last_seen_at")),
+                "last_thought_at": _when(record.get("last_thought_at")),
+                "last_work_at": None,
+                "status_changed_at": now,
+                "lease_owner": None,
+                "lease_until": 0,
+                "created_at": _when_or_now(record.get("created_at")),
+                "updated_at": now,
+                "deleted_at": now if record.get("deleted") else None,
+            },
+        )
+        self.runtime_ids.add(runtime_id)
+        self.runtime_open = runtime_id
+        self.runtime_status = str(record.get("status"))
+
+    def _runtime_event(self, record: JsonObject) -> None:
+        if self.runtime_open is None:
+            raise ApiError(422, "import_invalid", "A runtime event comes before its runtime.")
+        if record["event"] not in EVENTS:
+            raise ValueError("runtime event")
+        self._event(self.runtime_open, record["event"], record.get("details"), record)
+
+    def _event(self, runtime_id: str, event: str, details: object, record: JsonObject) -> None:
+        self._insert(
+            runtime_events,
+            {
+                "runtime_id": runtime_id,
+                "event": event,
+                "details": details if isinstance(details, dict) else None,
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    def _close_runtime(self) -> None:
+        if self.runtime_open is not None:
+            details = {"reason": "imported", "status_before": self.runtime_status}
+            self._event(self.runtime_open, "stopped", {**details, **self.imported_from}, {})
+            self.runtime_open = None
+
+    def _identity_key(self, record: JsonObject) -> None:
+        """A registered key (a device's, a runtime's), written once the runtimes are; the root
+        key is the identity's own (kid ``primary``), not a row."""
+        if record["kid"] == self.root_kid or record.get("purpose") == "root":
+            return
+        self.keys.append(
+            {
+                "id": str(uuid.uuid5(uuid.UUID(self.identity_id), str(record["kid"]))),
+                "identity_id": self.identity_id,
+                "kid": str(record["kid"]),
+                "public_key": str(record["public_key"]),
+                "purpose": str(record["purpose"]),
+                "runtime_id": record.get("runtime_id"),
+                "created_at": _when_or_now(record.get("created_at")),
+                "revoked_at": _when(record.get("revoked_at")),
+            }
+        )
+
+    def _template(self, record: JsonObject) -> None:
+        """A template the project published, listed here by the importing project; a priced
+        one pays into the imported wallet."""
+        expression = record["expression"]
+        if not isinstance(expression, dict) or not isinstance(record["price"], int):
+            raise ValueError("template")
+        self._insert(
+            templates,
+            {
+                "id": record["id"],
+                "name": record["name"],
+                "description": record["description"],
+                "expression": expression,
+                "price": record["price"],
+                "publisher_project_id": self.project_id,
+                "publisher_wallet_id": self.wallet_id if record["price"] > 0 else None,
+                "status": LISTED,
+                "created_at": _when_or_now(record.get("created_at")),
+            },
+        )
+
+    def _key_backup(self, record: JsonObject) -> None:
+        """The encrypted key backup, as sealed (only its passphrase opens it)."""
+        self._insert(
+            backups,
+            {
+                "id": record["id"],
+                "project_id": self.project_id,
+                "agent_id": self.identity_id,
+                "blob_base64": str(record["blob_base64"]),
+                "key_derivation": str(record["key_derivation"]),
+                "label": record.get("label"),
                 "created_at": _when_or_now(record.get("created_at")),
             },
         )
@@ -469,4 +690,6 @@ def _derived_id(memory_id: str, position: int) -> str:
 
 
 def _bytes(value: object) -> bytes:
-    return base64.b64decode(str(value), validate=True)
+    # Strict as b64decode(validate=True), whose check is a regular expression over the whole
+    # text: a tenth of a large import's time went there (docs/performance.md).
+    return binascii.a2b_base64(str(value), strict_mode=True)
