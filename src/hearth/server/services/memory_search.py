@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from sqlalchemy import (
@@ -43,6 +43,7 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.types import TypeDecorator
 
 from ..db.engine import utcnow
 from ..db.rows import MemoryRow
@@ -266,17 +267,38 @@ def _filters(names: Sequence[str], source: Any) -> list[Any]:
     return conditions
 
 
+_UNIX_EPOCH_JULIAN_DAY: Final = 2_440_587.5
+_EPOCH: Final = datetime(1970, 1, 1)
+
+
+class _JulianDay(TypeDecorator[datetime]):
+    """A (naive UTC) time bound as its Julian day number, the number SQLite's ``julianday()``
+    gives: the search's "now" is then read once, where ``julianday(:now)`` parsed its text
+    again for every match ranked."""
+
+    impl = Float
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> float | None:
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return (value - _EPOCH).total_seconds() / 86_400.0 + _UNIX_EPOCH_JULIAN_DAY
+
+
 def _factor(dialect: str, source: Any) -> Any:
     """The score's adjustment as SQL: the tier's boost, and for a decaying tier the recency
     factor ``RECENCY_FLOOR + (1 - RECENCY_FLOOR) / (1 + age_days / HALF_LIFE_DAYS)``."""
-    now = bindparam("now", type_=DateTime)
     if dialect == "postgresql":
+        now = bindparam("now", type_=DateTime)
         seconds = func.extract("epoch", now - source.c.created_at)
         age = func.greatest(0.0, seconds / 86_400.0)
     else:
         # julianday reads the stored text of a time; no math functions needed (not every
         # SQLite is built with them).
-        age = func.max(0.0, func.julianday(now) - func.julianday(source.c.created_at))
+        now = bindparam("now", type_=_JulianDay)
+        age = func.max(0.0, now - func.julianday(source.c.created_at))
     recency = RECENCY_FLOOR + (1 - RECENCY_FLOOR) / (1.0 + age / HALF_LIFE_DAYS)
     whens = [
         (source.c.tier == tier, recency * boost if decays(tier) else literal(boost))
