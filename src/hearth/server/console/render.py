@@ -1,0 +1,47 @@
+"""HTML for the console: Jinja2 with autoescaping on for every template, and the wake's Markdown
+through markdown-it with raw HTML off and links, images, autolinks and link references
+disabled: stored text is always text, and Markdown cannot hide where a link goes (a link shows
+as the text it was written as, target included), so no ``javascript:`` URL becomes an href."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable(
+    ["link", "image", "autolink", "reference"]
+)
+
+
+def markdown(text: str) -> Markup:
+    """Markdown to HTML; markdown-it escapes every character of the source it emits as text."""
+    # markdown-it escaped the source it emits as text (html is off): its output is markup.
+    return Markup(_MARKDOWN.render(text))
+
+
+def pretty_json(value: Any) -> str:
+    """JSON for a ``<pre>``: a string, escaped by the template like any other."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+_ENV = Environment(
+    loader=FileSystemLoader(TEMPLATES),
+    autoescape=True,  # every template, whatever its name
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_ENV.filters["markdown"] = markdown
+_ENV.filters["json"] = pretty_json
+
+
+def page(name: str, **context: Any) -> str:
+    return _ENV.get_template(name).render(**context)

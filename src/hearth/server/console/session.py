@@ -1,0 +1,95 @@
+"""Who is signed in, and whether a form may act (docs/console.md, "Sessions" and "Forms").
+
+The cookie holds a random session id, nothing else; the database maps its hash to the project
+key (services/console_sessions.py). Every POST carries the session's form token (a synchronizer
+token, compared in constant time) and, when the browser sends one, an Origin that is this
+service's own; a cross-site fetch (``Sec-Fetch-Site: cross-site``) is refused whatever it
+carries. A refusal is the service's JSON error shape, 403 ``console_form_refused``, and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+from urllib.parse import parse_qsl
+
+from fastapi import Depends, Request
+
+from ..auth import HearthDep
+from ..edge_text import find_unstorable
+from ..errors import ApiError
+from ..services import console_sessions
+from ..services.console_sessions import ConsoleSession
+
+COOKIE = "hearth_console"
+PATH = "/console"
+FORM_TYPE = "application/x-www-form-urlencoded"
+
+
+class SignInNeeded(Exception):
+    """A page asked for without a live session: answered with a redirect to the sign-in page."""
+
+
+def form_refused(message: str) -> ApiError:
+    return ApiError(
+        403,
+        "console_form_refused",
+        message,
+        hint="Reload the console page and submit its form again.",
+        docs="docs/console.md#forms",
+    )
+
+
+async def optional_session(request: Request, hearth: HearthDep) -> ConsoleSession | None:
+    session_id = request.cookies.get(COOKIE)
+    if not session_id:
+        return None
+    return await hearth.db.snapshot(console_sessions.find, session_id)
+
+
+async def require_session(
+    session: Annotated[ConsoleSession | None, Depends(optional_session)],
+) -> ConsoleSession:
+    if session is None:
+        raise SignInNeeded
+    return session
+
+
+SessionDep = Annotated[ConsoleSession, Depends(require_session)]
+
+
+def own_origin(request: Request) -> str:
+    return f"{request.url.scheme}://{request.url.netloc}"
+
+
+def check_origin(request: Request) -> None:
+    """Refuse a POST another site's page sent: its Origin, or the browser's own verdict."""
+    if request.headers.get("sec-fetch-site", "") == "cross-site":
+        raise form_refused("The form was sent from another site.")
+    origin = request.headers.get("origin")
+    if origin is not None and origin != own_origin(request):
+        raise form_refused("The form was sent from another origin than this console.")
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """The POSTed form's fields (URL-encoded; the last value of a repeated name)."""
+    ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if ctype != FORM_TYPE:
+        raise form_refused(f"A console form is sent as {FORM_TYPE}.")
+    raw = (await request.body()).decode("utf-8", errors="replace")
+    fields = dict(parse_qsl(raw, keep_blank_values=True))
+    unstorable = find_unstorable(fields, ("form",))
+    if unstorable is not None:
+        raise unstorable.refusal()
+    return fields
+
+
+async def checked_form(request: Request, session: ConsoleSession) -> dict[str, str]:
+    """A POST's fields once its origin and form token are checked (before anything is done)."""
+    check_origin(request)
+    fields = await read_form(request)
+    token = fields.pop("csrf", "")
+    if not hmac.compare_digest(token.encode(), session.csrf_token.encode()):
+        raise form_refused("The form's token is missing or is not this session's.")
+    return fields

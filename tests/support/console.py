@@ -1,0 +1,110 @@
+"""The console as the tests use it (docs/console.md): signing in over HTTP, a page's form
+token, and hostile text stored in every field the console shows."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+
+from hearth.server.services.runtimes import moves
+from tests.support.agents import register
+from tests.support.databases import in_db
+from tests.support.live import Live
+from tests.support.runtimes import bridged_body, create
+
+TOKEN = re.compile(r'name="csrf" value="([^"]+)"')
+
+# Each would run script, load a page, or hide a link if it were ever markup. ``__pwned`` is set
+# by every payload that executes, so a browser test needs only check one flag.
+HOSTILE = (
+    '<script>window.__pwned = "script"</script>',
+    "<img src=x onerror=\"window.__pwned = 'img'\">",
+    "<a href=\"javascript:window.__pwned='href'\">click me</a>",
+    "[innocent](javascript:window.__pwned='md')",
+    "[also innocent][ref]\n\n[ref]: javascript:window.__pwned='ref'",
+    "<svg onload=\"window.__pwned = 'svg'\"></svg>",
+    '"><script>window.__pwned = "attr"</script>',
+)
+HOSTILE_TEXT = "\n".join(HOSTILE)
+MARKERS = ("window.__pwned", "javascript:")
+
+
+def sign_in(client: httpx2.Client, bearer: str) -> str:
+    """Sign ``client`` in (its cookie jar keeps the session); returns the session's form token."""
+    response = client.post("/console/sign-in", data={"bearer": bearer})
+    assert response.status_code == 303, response.text
+    return form_token(client)
+
+
+def form_token(client: httpx2.Client) -> str:
+    page = client.get("/console")
+    assert page.status_code == 200, page.text
+    found = TOKEN.search(page.text)
+    assert found is not None
+    return found.group(1)
+
+
+@dataclass
+class Seeded:
+    bearer: str
+    project_id: str
+    identity_id: str
+    memory_id: str
+    runtime_id: str
+
+
+def seed_hostile(live: Live) -> Seeded:
+    """A project whose every field the console shows holds hostile text: the identity's name,
+    a memory, a chronicle note, an inbox message, and a runtime's name, metadata and error."""
+    _, registered = register(live, name='<b onmouseover="window.__pwned=1">Wren</b>')
+    bearer = registered["project"]["api_key"]
+    identity_id = registered["agent"]["id"]
+    with live.client(bearer) as client:
+        memory = client.post(
+            "/v1/memories", json={"content": HOSTILE_TEXT, "agent_id": identity_id}
+        )
+        assert memory.status_code == 201, memory.text
+        note = client.post(
+            "/v1/chronicle", json={"kind": "vow", "text": HOSTILE_TEXT, "agent_id": identity_id}
+        )
+        assert note.status_code == 201, note.text
+        message = client.post(
+            f"/v1/identities/{identity_id}/inbox", json={"sender": HOSTILE[0], "body": HOSTILE_TEXT}
+        )
+        assert message.status_code == 201, message.text
+        runtime = create(
+            client,
+            bridged_body(
+                name=HOSTILE[1][:200],
+                identity_id=identity_id,
+                metadata={"note": HOSTILE_TEXT, HOSTILE[0]: HOSTILE[2]},
+            ),
+        )
+    errored(live, runtime["id"], HOSTILE_TEXT)
+    return Seeded(
+        bearer, registered["project"]["id"], identity_id, memory.json()["id"], runtime["id"]
+    )
+
+
+def errored(live: Live, runtime_id: str, why: str = "provider unreachable") -> None:
+    """The runtime crashed, as the orchestrator would record it (its ``crash`` move)."""
+    in_db(live, moves.move, runtime_id, "crash", detail=why)
+
+
+def pages_of(seeded: Seeded) -> list[str]:
+    return [
+        "/console",
+        f"/console/identities/{seeded.identity_id}",
+        f"/console/memories/{seeded.memory_id}",
+        "/console/runtimes",
+        f"/console/runtimes/{seeded.runtime_id}",
+        f"/console/runtimes/{seeded.runtime_id}/delete",
+        "/console/adds",
+    ]
+
+
+def json_of(response: httpx2.Response) -> Any:
+    return response.json()
