@@ -4,15 +4,21 @@ token, and hostile text stored in every field the console shows."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx2
+from playwright.sync_api import Browser, sync_playwright
 
 from hearth.server.services.runtimes import moves
 from tests.support.agents import register
 from tests.support.databases import in_db
 from tests.support.live import Live
+from tests.support.redis_server import skip_or_fail
 from tests.support.runtimes import bridged_body, create
 
 TOKEN = re.compile(r'name="csrf" value="([^"]+)"')
@@ -91,7 +97,9 @@ def seed_hostile(live: Live) -> Seeded:
 
 def errored(live: Live, runtime_id: str, why: str = "provider unreachable") -> None:
     """The runtime crashed, as the orchestrator would record it (its ``crash`` move)."""
-    in_db(live, moves.move, runtime_id, "crash", detail=why)
+    # In a thread of its own: under Playwright's sync API this thread already runs a loop.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(in_db, live, moves.move, runtime_id, "crash", detail=why).result()
 
 
 def pages_of(seeded: Seeded) -> list[str]:
@@ -108,3 +116,46 @@ def pages_of(seeded: Seeded) -> list[str]:
 
 def json_of(response: httpx2.Response) -> Any:
     return response.json()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Where the browser tests leave their screenshots (ignored by git; CI keeps the folder).
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Debian's Chromium, headless, with a fresh profile, driven by Playwright: never a browser
+    Playwright downloads. Skips without it (fails under CI=true)."""
+    if not CHROMIUM.exists():
+        skip_or_fail(
+            "the console's browser tests need Debian's chromium at /usr/bin/chromium "
+            "(apt-get install chromium chromium-driver; .ci/run installs it)"
+        )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--headless", "--no-sandbox", "--disable-gpu"],
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+# Every form control a person fills in or presses, without an accessible label.
+UNLABELLED = """() => Array.from(document.querySelectorAll(
+    'input:not([type=hidden]), select, textarea, button')).filter(el => {
+  if (el.labels && el.labels.length > 0) return false;
+  if (el.getAttribute('aria-label')) return false;
+  if (el.tagName === 'BUTTON' && el.textContent.trim()) return false;
+  return true;
+}).map(el => el.outerHTML)"""
+
+# The focused element as "tag#id" or "tag[name]" or its text: what Tab reaches.
+FOCUSED = """() => {
+  const el = document.activeElement;
+  if (!el) return '';
+  return el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+    (el.name ? '[' + el.name + ']' : '') + ':' + (el.textContent || '').trim().slice(0, 30);
+}"""
