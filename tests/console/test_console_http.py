@@ -297,3 +297,61 @@ def test_the_live_stream_needs_a_session_and_relays_the_projects_changes(
                 if stored.json()["id"] in line:
                     break
     assert any("memory_stored" in line for line in seen)
+
+
+def test_origin_null_is_taken_only_when_the_browser_says_same_origin(
+    live: Live, seeded: Seeded
+) -> None:
+    # Chromium sends "Origin: null" with a page's own form under Referrer-Policy: no-referrer.
+    with browser(live) as client:
+        token = sign_in(client, seeded.bearer)
+        before = in_db(live, counts, write=False)
+        for headers in ({"Origin": "null"}, {"Origin": "null", "Sec-Fetch-Site": "same-site"}):
+            refused = client.post(
+                "/console/keys", data={"name": "n", "csrf": token}, headers=headers
+            )
+            assert refused.status_code == 403
+        assert in_db(live, counts, write=False) == before
+        taken = client.post(
+            "/console/keys",
+            data={"name": "same origin", "csrf": token},
+            headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"},
+        )
+        assert taken.status_code == 200
+
+
+def listed(page: str) -> int:
+    """The memories the page's list holds (one "open" link each)."""
+    region = page.split('<div id="memories" data-live-region>', 1)[1].split("</div>", 1)[0]
+    return region.count('">open</a>')
+
+
+def test_memories_are_searched_and_paged(live: Live) -> None:
+    seeded = seed_hostile(live)
+    with live.client(seeded.bearer) as api:
+        for index in range(55):
+            stored = api.post(
+                "/v1/memories",
+                json={"content": f"kettle number {index}", "agent_id": seeded.identity_id},
+            )
+            assert stored.status_code == 201
+        total = len(
+            api.get(f"/v1/memories?agent_id={seeded.identity_id}&limit=200").json()["items"]
+        )
+    assert 50 < total < 100
+    page_of = f"/console/identities/{seeded.identity_id}"
+    with browser(live) as client:
+        sign_in(client, seeded.bearer)
+        first = client.get(page_of).text
+        assert listed(first) == 50
+        next_link = re.search(r'href="(\?cursor=[^"]+)"', first)
+        assert next_link is not None
+        second = client.get(page_of + next_link.group(1).replace("&amp;", "&")).text
+        assert listed(second) == total - 50
+        found = client.get(page_of, params={"q": "kettle 42"}).text
+        assert "kettle number 42" in found
+        refused = client.get(page_of, params={"q": '"unclosed'})
+        assert refused.status_code == 200
+        assert 'class="error" role="alert"' in refused.text
+        episodic = client.get(page_of, params={"tier": "constitutive"}).text
+        assert "No memories." in episodic

@@ -19,6 +19,7 @@ from ..runtime_states import MOVES, STATES
 from ..services import (
     chronicle,
     console_views,
+    cursors,
     identities,
     inbox,
     keys,
@@ -61,14 +62,34 @@ async def identity(  # noqa: PLR0917 - FastAPI reads query parameters from the s
 ) -> HTMLResponse:
     project_id = session.project_id
     tier = tier if tier in TIERS else None
+    meaning = None
+    if q and hearth.semantic is not None:
+        # As GET /v1/memories/search does: the query's meaning, when semantic search is on.
+        try:
+            memory_search.parse(q)
+            meaning = await hearth.semantic.meaning(project_id, q)
+        except ApiError:
+            meaning = None  # refused again, and said on the page, below
 
     def run(conn: Connection) -> JsonObject:
         row = identities.find(conn, project_id, identity_id)
         search_error = None
         if q:
             try:
-                found = memory_search.search(
-                    conn, project_id, q, identity_id=row.id, tier=tier, cursor=cursor, limit=PAGE
+                hits = memory_search.search(
+                    conn,
+                    project_id,
+                    q,
+                    identity_id=row.id,
+                    tier=tier,
+                    cursor=cursor,
+                    limit=PAGE,
+                    meaning=meaning,
+                )
+                # Each hit as a memory of the listing, its snippet beside it.
+                found = cursors.Page(
+                    [{**hit["memory"], "snippet": hit["snippet"]} for hit in hits.items],
+                    hits.next_cursor,
                 )
             except ApiError as refusal:  # a query that does not parse: said on the page
                 search_error, found = refusal.message, None
