@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import httpx2
 import pytest
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, update
 
 from hearth.server.console.security import CSP
 from hearth.server.db.tables import api_keys, console_sessions
@@ -24,7 +25,7 @@ from tests.support.console import (
     sign_in,
 )
 from tests.support.databases import in_db
-from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.live import Live, live_on, live_service, sqlite_settings
 
 
 @pytest.fixture(scope="module")
@@ -355,3 +356,57 @@ def test_memories_are_searched_and_paged(live: Live) -> None:
         assert 'class="error" role="alert"' in refused.text
         episodic = client.get(page_of, params={"tier": "constitutive"}).text
         assert "No memories." in episodic
+
+
+def test_an_adds_receipt_is_listed_with_its_validation(live: Live, seeded: Seeded) -> None:
+    with browser(live) as client:
+        sign_in(client, seeded.bearer)
+        listing = client.get("/console/adds", params={"kind": "receipt"}).text
+        document = client.get(f"/console/adds/{seeded.receipt_cid}")
+        unknown = client.get(
+            "/console/adds/bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+        )
+    assert seeded.receipt_cid in listing
+    assert document.status_code == 200
+    assert "Valid ADDS document of kind <strong>receipt</strong>" in document.text
+    assert '"commitment":"store"' in document.text.replace("&#34;", '"')
+    assert unknown.status_code == 404
+
+
+def test_sessions_on_postgresql(tmp_path: Path) -> None:
+    """The session table and its lookup (the join on api_keys) on PostgreSQL, where several
+    service processes share one database."""
+    with live_on("postgresql", tmp_path) as pg, browser(pg) as client:
+        seeded = seed_hostile(pg)
+        token = sign_in(client, seeded.bearer)
+        assert client.get(f"/console/identities/{seeded.identity_id}").status_code == 200
+        assert client.post("/console/sign-out", data={"csrf": token}).status_code == 303
+        assert client.get("/console").status_code == 303
+        sign_in(client, seeded.bearer)
+        with pg.client(seeded.bearer) as api:
+            key_id = api.get("/v1/keys").json()["keys"][0]["id"]
+            assert api.delete(f"/v1/keys/{key_id}").status_code == 204
+        assert client.get("/console").status_code == 303
+
+
+def test_expired_sessions_open_nothing_and_are_swept(live: Live, seeded: Seeded) -> None:
+    with browser(live) as client:
+        sign_in(client, seeded.bearer)
+        kept = client.cookies["hearth_console"]
+        in_db(
+            live,
+            lambda conn: conn.execute(
+                update(console_sessions)
+                .where(console_sessions.c.id_hash == keys.hash_bearer(kept))
+                .values(expires_at=datetime(2000, 1, 1))
+            ),
+        )
+        assert client.get("/console").status_code == 303
+        sign_in(client, seeded.bearer)  # a new session of the same key sweeps the expired one
+    hashes = {
+        row.id_hash
+        for row in in_db(
+            live, lambda conn: conn.execute(select(console_sessions)).all(), write=False
+        )
+    }
+    assert keys.hash_bearer(kept) not in hashes

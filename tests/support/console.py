@@ -14,8 +14,10 @@ from typing import Any
 import httpx2
 from playwright.sync_api import Browser, sync_playwright
 
+from hearth.adds.cid import cid_for_bytes
 from hearth.server.services.runtimes import moves
 from tests.support.agents import register
+from tests.support.blocks import make_block
 from tests.support.databases import in_db
 from tests.support.live import Live
 from tests.support.redis_server import skip_or_fail
@@ -60,6 +62,8 @@ class Seeded:
     identity_id: str
     memory_id: str
     runtime_id: str
+    wallet_id: str
+    receipt_cid: str
 
 
 def seed_hostile(live: Live) -> Seeded:
@@ -89,10 +93,31 @@ def seed_hostile(live: Live) -> Seeded:
                 metadata={"note": HOSTILE_TEXT, HOSTILE[0]: HOSTILE[2]},
             ),
         )
+        wallet_id = client.get("/v1/wallets").json()["wallets"][0]["id"]
+        receipt_cid = adds_receipt(client)
     errored(live, runtime["id"], HOSTILE_TEXT)
     return Seeded(
-        bearer, registered["project"]["id"], identity_id, memory.json()["id"], runtime["id"]
+        bearer,
+        registered["project"]["id"],
+        identity_id,
+        memory.json()["id"],
+        runtime["id"],
+        wallet_id,
+        receipt_cid,
     )
+
+
+def adds_receipt(client: httpx2.Client) -> str:
+    """A block stored and a signed receipt for it (kept as one of the project's documents);
+    the receipt's CID."""
+    cid, data = make_block("console")
+    stored = client.put(
+        f"/v1/adds/blocks/{cid}", content=data, headers={"Content-Type": "application/octet-stream"}
+    )
+    assert stored.status_code in {200, 201}, stored.text
+    issued = client.post("/v1/adds/receipts", json={"items": [cid], "commitment": "store"})
+    assert issued.status_code == 201, issued.text
+    return cid_for_bytes(issued.content)
 
 
 def errored(live: Live, runtime_id: str, why: str = "provider unreachable") -> None:
@@ -111,6 +136,8 @@ def pages_of(seeded: Seeded) -> list[str]:
         f"/console/runtimes/{seeded.runtime_id}",
         f"/console/runtimes/{seeded.runtime_id}/delete",
         "/console/adds",
+        f"/console/adds/{seeded.receipt_cid}",
+        f"/console/wallets/{seeded.wallet_id}",
     ]
 
 

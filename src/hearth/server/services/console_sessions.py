@@ -43,6 +43,8 @@ def open_session(conn: Connection, bearer: str, *, hours: float) -> Opened | Non
     session_id = secrets.token_urlsafe(32)
     csrf_token = secrets.token_urlsafe(32)
     now = utcnow()
+    # The key's expired sessions go as a new one comes: the table holds live sessions only.
+    direct.run(conn, _EXPIRED, {"api_key_id": key_id, "now": now})
     direct.run(
         conn,
         _INSERT,
@@ -87,3 +89,7 @@ _FIND = (
     )
 )
 _DELETE = delete(console_sessions).where(console_sessions.c.id_hash == bindparam("id_hash"))
+_EXPIRED = delete(console_sessions).where(
+    console_sessions.c.api_key_id == bindparam("api_key_id"),
+    console_sessions.c.expires_at <= bindparam("now"),
+)
