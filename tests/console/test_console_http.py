@@ -20,6 +20,7 @@ from tests.support.console import (
     MARKERS,
     Seeded,
     errored,
+    form_token,
     pages_of,
     seed_hostile,
     sign_in,
@@ -410,3 +411,28 @@ def test_expired_sessions_open_nothing_and_are_swept(live: Live, seeded: Seeded)
         )
     }
     assert keys.hash_bearer(kept) not in hashes
+
+
+def test_behind_a_tls_proxy_the_cookie_is_secure_and_the_origin_is_the_public_one(
+    tmp_path: Path,
+) -> None:
+    public = "https://console.example"
+    settings = sqlite_settings(tmp_path, public_base_url=public, behind_tls_proxy=True)
+    with live_service(settings) as proxied, browser(proxied) as client:
+        seeded = seed_hostile(proxied)
+        answer = client.post(
+            "/console/sign-in", data={"bearer": seeded.bearer}, headers={"Origin": public}
+        )
+        assert answer.status_code == 303
+        assert "secure" in answer.headers["set-cookie"].lower()
+        # httpx keeps a Secure cookie for https only: the proxy's view, sent by hand.
+        client.cookies.set("hearth_console", answer.cookies["hearth_console"], path="/console")
+        token = form_token(client)
+        socket_origin = client.post(
+            "/console/keys", data={"name": "n", "csrf": token}, headers={"Origin": proxied.base_url}
+        )
+        assert socket_origin.status_code == 403
+        made = client.post(
+            "/console/keys", data={"name": "n", "csrf": token}, headers={"Origin": public}
+        )
+        assert made.status_code == 200

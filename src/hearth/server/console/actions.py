@@ -32,6 +32,7 @@ from .session import (
     check_origin,
     checked_form,
     optional_session,
+    over_tls,
     read_form,
 )
 
@@ -56,7 +57,7 @@ async def sign_in_page(request: Request, hearth: HearthDep) -> Response:
 async def sign_in(request: Request, hearth: HearthDep) -> Response:
     # No session yet, so no form token: the origin check and the cookie's SameSite=Strict keep
     # another site from signing a browser in (docs/console.md, "Forms").
-    check_origin(request)
+    check_origin(request, hearth.settings.public_base_url)
     fields = await read_form(request)
     opened = await hearth.db.transaction(
         console_sessions.open_session,
@@ -73,7 +74,7 @@ async def sign_in(request: Request, hearth: HearthDep) -> Response:
         opened.session_id,
         max_age=int(hearth.settings.console_session_hours * 3600),
         path=PATH,
-        secure=request.url.scheme == "https",
+        secure=over_tls(request, hearth.settings.public_base_url),
         httponly=True,
         samesite="strict",
     )
@@ -82,7 +83,7 @@ async def sign_in(request: Request, hearth: HearthDep) -> Response:
 
 @router.post("/sign-out")
 async def sign_out(request: Request, session: SessionDep, hearth: HearthDep) -> Response:
-    await checked_form(request, session)
+    await checked_form(request, session, hearth.settings.public_base_url)
     await hearth.db.transaction(console_sessions.close, request.cookies.get(COOKIE, ""))
     response = see_other(f"{PATH}/sign-in")
     response.delete_cookie(COOKIE, path=PATH, httponly=True, samesite="strict")
@@ -91,7 +92,7 @@ async def sign_out(request: Request, session: SessionDep, hearth: HearthDep) -> 
 
 @router.post("/keys")
 async def create_key(request: Request, session: SessionDep, hearth: HearthDep) -> HTMLResponse:
-    fields = await checked_form(request, session)
+    fields = await checked_form(request, session, hearth.settings.public_base_url)
     try:
         body = KeyCreate.model_validate({"name": fields.get("name", "")})
     except ValidationError as invalid:
@@ -106,7 +107,7 @@ async def create_key(request: Request, session: SessionDep, hearth: HearthDep) -
 async def revoke_key(
     key_id: str, request: Request, session: SessionDep, hearth: HearthDep
 ) -> Response:
-    await checked_form(request, session)
+    await checked_form(request, session, hearth.settings.public_base_url)
     async with hearth.db.write() as conn:
         if not await keys.revoke(conn, session.project_id, key_id):
             raise not_found("Key")
@@ -118,7 +119,7 @@ async def revoke_key(
 async def patch_runtime(
     runtime_id: str, request: Request, session: SessionDep, hearth: HearthDep
 ) -> Response:
-    fields = await checked_form(request, session)
+    fields = await checked_form(request, session, hearth.settings.public_base_url)
     patch: JsonObject = {}
     for name in ("name", "region"):
         if fields.get(name, "").strip():
@@ -149,7 +150,7 @@ async def patch_runtime(
 async def restart_runtime(
     runtime_id: str, request: Request, session: SessionDep, hearth: HearthDep
 ) -> Response:
-    await checked_form(request, session)
+    await checked_form(request, session, hearth.settings.public_base_url)
     restarted = await hearth.db.transaction(runtimes.restart, session.project_id, runtime_id)
     await announce(
         hearth,
@@ -165,7 +166,7 @@ async def restart_runtime(
 async def delete_runtime(
     runtime_id: str, request: Request, session: SessionDep, hearth: HearthDep
 ) -> Response:
-    fields = await checked_form(request, session)
+    fields = await checked_form(request, session, hearth.settings.public_base_url)
     if fields.get("confirm") != runtime_id:
         # The confirmation step: the form carries the id it was shown for.
         return see_other(f"{PATH}/runtimes/{runtime_id}/delete")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hmac
 from typing import Annotated
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import Depends, Request
 
@@ -59,11 +59,24 @@ async def require_session(
 SessionDep = Annotated[ConsoleSession, Depends(require_session)]
 
 
-def own_origin(request: Request) -> str:
-    return f"{request.url.scheme}://{request.url.netloc}"
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
-def check_origin(request: Request) -> None:
+def own_origin(request: Request, public_base_url: str | None) -> str:
+    """Where the console's pages come from as the browser sees them: the configured public
+    address (behind a TLS proxy the socket's is not what the browser uses), else the request's."""
+    return _origin(public_base_url) if public_base_url else _origin(str(request.url))
+
+
+def over_tls(request: Request, public_base_url: str | None) -> bool:
+    """Whether the browser reaches the console over TLS: TLS on this socket, or a public
+    address that is https (TLS ends at a proxy in front)."""
+    return request.url.scheme == "https" or (public_base_url or "").startswith("https://")
+
+
+def check_origin(request: Request, public_base_url: str | None) -> None:
     """Refuse a POST another site's page sent, by the browser's own verdict (``Sec-Fetch-Site``)
     or by its Origin. Under ``Referrer-Policy: no-referrer`` Chromium sends ``Origin: null`` with
     the console's own forms, so ``null`` is taken only when the browser also says the request is
@@ -72,7 +85,7 @@ def check_origin(request: Request) -> None:
     if site is not None and site not in {"same-origin", "none"}:
         raise form_refused("The form was sent from another site.")
     origin = request.headers.get("origin")
-    if origin is None or origin == own_origin(request):
+    if origin is None or origin == own_origin(request, public_base_url):
         return
     if origin == "null" and site == "same-origin":
         return
@@ -92,9 +105,11 @@ async def read_form(request: Request) -> dict[str, str]:
     return fields
 
 
-async def checked_form(request: Request, session: ConsoleSession) -> dict[str, str]:
+async def checked_form(
+    request: Request, session: ConsoleSession, public_base_url: str | None
+) -> dict[str, str]:
     """A POST's fields once its origin and form token are checked (before anything is done)."""
-    check_origin(request)
+    check_origin(request, public_base_url)
     fields = await read_form(request)
     token = fields.pop("csrf", "")
     if not hmac.compare_digest(token.encode(), session.csrf_token.encode()):
