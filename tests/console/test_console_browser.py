@@ -4,6 +4,7 @@ its own context (a fresh cookie jar). Screenshots of every page go to test-artif
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +18,7 @@ from tests.support.console import (
     Seeded,
     chromium,
     errored,
+    named_pages,
     pages_of,
     seed_hostile,
 )
@@ -88,18 +90,20 @@ def test_sign_in_walk_every_page_then_sign_out(context: BrowserContext, live: Li
     assert cookie["sameSite"] == "Strict"
     assert cookie["path"] == "/console"
     assert page.evaluate("document.cookie") == ""  # out of the page's reach
-    for path in pages_of(seeded):
+    for name, path in named_pages(seeded).items():
         page.goto(f"{live.base_url}{path}")
         assert page.url == f"{live.base_url}{path}"
         assert seeded.bearer not in page.content()
         assert page.evaluate(UNLABELLED) == [], path
-        shot(page, path.strip("/").replace("/", "_") or "console")
+        shot(page, name)
     page.goto(f"{live.base_url}/console/runtimes/{seeded.runtime_id}")
     expect(page.locator("svg.machine .state-current text")).to_have_text("error")
     page.get_by_role("button", name="Sign out").click()
     expect(page).to_have_url(f"{live.base_url}/console/sign-in")
     page.goto(f"{live.base_url}/console")
     expect(page).to_have_url(f"{live.base_url}/console/sign-in")
+    assert page.evaluate(UNLABELLED) == []
+    shot(page, "sign_in")
     assert watch.dialogs == []
     assert watch.errors == []
 
@@ -121,7 +125,7 @@ def test_tab_reaches_every_form_control_of_the_project_page(
     page.focus("#key-name")
     page.keyboard.type("typed")
     page.keyboard.press("Enter")
-    expect(page.locator("#new-key")).to_have_value(__import__("re").compile(r"^hk_"))
+    expect(page.locator("#new-key")).to_have_value(re.compile(r"^hk_"))
 
 
 def test_a_key_is_created_shown_once_and_revoked(context: BrowserContext, live: Live) -> None:

@@ -127,18 +127,23 @@ def errored(live: Live, runtime_id: str, why: str = "provider unreachable") -> N
         pool.submit(in_db, live, moves.move, runtime_id, "crash", detail=why).result()
 
 
+def named_pages(seeded: Seeded) -> dict[str, str]:
+    """Every page of the console, by a name fit for a screenshot's file."""
+    return {
+        "project": "/console",
+        "identity": f"/console/identities/{seeded.identity_id}",
+        "memory": f"/console/memories/{seeded.memory_id}",
+        "runtimes": "/console/runtimes",
+        "runtime": f"/console/runtimes/{seeded.runtime_id}",
+        "runtime_delete": f"/console/runtimes/{seeded.runtime_id}/delete",
+        "adds": "/console/adds",
+        "adds_document": f"/console/adds/{seeded.receipt_cid}",
+        "wallet": f"/console/wallets/{seeded.wallet_id}",
+    }
+
+
 def pages_of(seeded: Seeded) -> list[str]:
-    return [
-        "/console",
-        f"/console/identities/{seeded.identity_id}",
-        f"/console/memories/{seeded.memory_id}",
-        "/console/runtimes",
-        f"/console/runtimes/{seeded.runtime_id}",
-        f"/console/runtimes/{seeded.runtime_id}/delete",
-        "/console/adds",
-        f"/console/adds/{seeded.receipt_cid}",
-        f"/console/wallets/{seeded.wallet_id}",
-    ]
+    return list(named_pages(seeded).values())
 
 
 def json_of(response: httpx2.Response) -> Any:
