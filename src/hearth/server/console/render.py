@@ -17,8 +17,11 @@ from markupsafe import Markup
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 
-_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable(
-    ["link", "image", "autolink", "reference"]
+# CommonMark and tables (the wake's runtimes are a table), with HTML, links and images off.
+_MARKDOWN = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False})
+    .enable("table")
+    .disable(["link", "image", "autolink", "reference"])
 )
 
 
@@ -27,8 +30,14 @@ def markdown(text: str) -> Markup:
     """Markdown to HTML; markdown-it escapes every character of the source it emits as text.
     Kept for the texts seen last: a large wake's Markdown (40 kB at 10,000 memories) takes
     markdown-it about 28 ms, and the wake's own cache answers the same text until it changes."""
+    tokens = _MARKDOWN.parse(text)
+    for token in tokens:
+        # A column's alignment would be a style attribute, which the CSP refuses (no inline
+        # style): the console's stylesheet aligns nothing, so the attribute is dropped.
+        if token.attrs and "style" in token.attrs:
+            del token.attrs["style"]
     # markdown-it escaped the source it emits as text (html is off): its output is markup.
-    return Markup(_MARKDOWN.render(text))
+    return Markup(_MARKDOWN.renderer.render(tokens, _MARKDOWN.options, {}))
 
 
 def pretty_json(value: Any) -> str:
