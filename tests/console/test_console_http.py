@@ -436,3 +436,20 @@ def test_behind_a_tls_proxy_the_cookie_is_secure_and_the_origin_is_the_public_on
             "/console/keys", data={"name": "n", "csrf": token}, headers={"Origin": public}
         )
         assert made.status_code == 200
+
+
+def test_signing_in_again_closes_the_browsers_previous_session(live: Live, seeded: Seeded) -> None:
+    with browser(live) as client:
+        sign_in(client, seeded.bearer)
+        first = client.cookies["hearth_console"]
+        sign_in(client, seeded.bearer)
+        second = client.cookies["hearth_console"]
+    assert first != second
+    hashes = {
+        row.id_hash
+        for row in in_db(
+            live, lambda conn: conn.execute(select(console_sessions)).all(), write=False
+        )
+    }
+    assert keys.hash_bearer(first) not in hashes
+    assert keys.hash_bearer(second) in hashes

@@ -68,6 +68,11 @@ async def sign_in(request: Request, hearth: HearthDep) -> Response:
         return html(
             "sign_in.html", None, 401, error="That is not a live project key (unknown or revoked)."
         )
+    previous = request.cookies.get(COOKIE)
+    if previous:
+        # Signing in again (another key, or the same) replaces the browser's session: the old
+        # one is closed, not left to expire.
+        await hearth.db.transaction(console_sessions.close, previous)
     response = RedirectResponse(PATH, status_code=303)
     response.set_cookie(
         COOKIE,
