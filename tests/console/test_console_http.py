@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import unquote
 
 import httpx2
 import pytest
@@ -453,3 +454,39 @@ def test_signing_in_again_closes_the_browsers_previous_session(live: Live, seede
     }
     assert keys.hash_bearer(first) not in hashes
     assert keys.hash_bearer(second) in hashes
+
+
+def timeline(page: str) -> str:
+    return page.split('<ol id="chronicle"', 1)[1].split("</ol>", 1)[0]
+
+
+def test_the_chronicle_and_the_inbox_are_paged(live: Live) -> None:
+    seeded = seed_hostile(live)
+    with live.client(seeded.bearer) as api:
+        for index in range(25):
+            for path, body in (
+                (
+                    "/v1/chronicle",
+                    {"kind": "vow", "text": f"vow {index}", "agent_id": seeded.identity_id},
+                ),
+                (
+                    f"/v1/identities/{seeded.identity_id}/inbox",
+                    {"sender": "s", "body": f"m {index}"},
+                ),
+            ):
+                assert api.post(path, json=body).status_code == 201
+    page_of = f"/console/identities/{seeded.identity_id}"
+    with browser(live) as client:
+        sign_in(client, seeded.bearer)
+        first = client.get(page_of).text
+        older = re.search(r'href="\?chronicle_cursor=([^"#]+)', first)
+        messages = re.search(r'href="\?inbox_cursor=([^"#]+)', first)
+        assert older is not None
+        assert messages is not None
+        assert "vow 24" in timeline(first)
+        assert "vow 0<" not in timeline(first)
+        rest = client.get(page_of, params={"chronicle_cursor": unquote(older.group(1))}).text
+        assert "vow 0<" in timeline(rest)
+        assert "vow 24" not in timeline(rest)
+        inbox_rest = client.get(page_of, params={"inbox_cursor": unquote(messages.group(1))}).text
+        assert '<td class="content">m 0</td>' in inbox_rest

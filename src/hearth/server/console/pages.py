@@ -59,6 +59,8 @@ async def identity(  # noqa: PLR0917 - FastAPI reads query parameters from the s
     q: Annotated[str | None, Query(max_length=500)] = None,
     tier: Annotated[str | None, Query(max_length=40)] = None,
     cursor: Cursor = None,
+    chronicle_cursor: Cursor = None,
+    inbox_cursor: Cursor = None,
 ) -> HTMLResponse:
     project_id = session.project_id
     tier = tier if tier in TIERS else None
@@ -104,8 +106,12 @@ async def identity(  # noqa: PLR0917 - FastAPI reads query parameters from the s
             "declared": identities.expression_view(row.expression),
             "memories": found,
             "search_error": search_error,
-            "chronicle": chronicle.entries(conn, project_id, identity_id=row.id, limit=20),
-            "inbox": inbox.listing(conn, project_id, row.id, status=None, cursor=None, limit=20),
+            "chronicle": chronicle.entries(
+                conn, project_id, identity_id=row.id, cursor=chronicle_cursor, limit=20
+            ),
+            "inbox": inbox.listing(
+                conn, project_id, row.id, status=None, cursor=inbox_cursor, limit=20
+            ),
             "forks": console_views.forks_of(conn, project_id, row.id, 20),
             "templates": templates.listing(conn, project_id, None, 20),
         }
