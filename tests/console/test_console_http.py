@@ -252,11 +252,21 @@ def test_a_runtime_is_changed_restarted_and_deleted_after_confirmation(live: Liv
         token = sign_in(client, seeded.bearer)
         changed = client.post(
             runtime,
-            data={"csrf": token, "name": "renamed", "region": "fra", "metadata": '{"a": 1}'},
+            data={
+                "csrf": token,
+                "name": "renamed",
+                "region": "fra",
+                "metadata": '{"a": 1}',
+                "llm_model": "claude-next",
+                "advertised_url": "wss://bridge.example/rt",
+            },
         )
         assert changed.status_code == 303
         view = api.get(f"/v1/runtimes/{seeded.runtime_id}").json()
         assert (view["name"], view["region"], view["metadata"]) == ("renamed", "fra", {"a": 1})
+        assert view["llm"]["model"] == "claude-next"
+        assert view["llm"]["provider"] == "anthropic"  # merged: what was not sent stays
+        assert view["bridge"]["advertised_url"] == "wss://bridge.example/rt"
         bad = client.post(runtime, data={"csrf": token, "metadata": "{not json"})
         assert bad.status_code == 422
         assert api.get(f"/v1/runtimes/{seeded.runtime_id}").json()["metadata"] == {"a": 1}

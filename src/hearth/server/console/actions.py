@@ -129,6 +129,13 @@ async def patch_runtime(
     for name in ("name", "region"):
         if fields.get(name, "").strip():
             patch[name] = fields[name].strip()
+    llm = {
+        part: fields[f"llm_{part}"].strip()
+        for part in ("provider", "model", "vault_key")
+        if fields.get(f"llm_{part}", "").strip()
+    }
+    if llm:
+        patch["llm"] = llm  # merged into the stored llm, as PATCH /v1/runtimes/{id} merges it
     if fields.get("advertised_url", "").strip():
         patch["bridge"] = {"advertised_url": fields["advertised_url"].strip()}
     if fields.get("metadata", "").strip():
