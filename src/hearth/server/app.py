@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from hearth import __version__
 
-from . import edge_guard, error_handlers, openapi, scrape
+from . import console, edge_guard, error_handlers, openapi, scrape
 from .changes import ChangeFeed
 from .context import Hearth, JoyIndex
 from .db import Database
@@ -218,6 +218,9 @@ def create_app(settings: Settings | None = None, *, serving: bool = False) -> Fa
         tutor=tutor_for,
         changes=ChangeFeed(hearth.db, hearth.events),
     )
+    # The console (docs/console.md): pages for people, on the same services, under /console;
+    # its headers' wrapper is the outermost, so that every answer there carries them.
+    console.install(app)
     return app
 
 

@@ -114,6 +114,13 @@ CATALOGUE: Final[tuple[Refusals, ...]] = (
         "bridge.md#connecting",
     ),
     _row(
+        403,
+        "console_form_refused",
+        "a console form without its session's form token, or sent from another origin or site; "
+        "nothing was done",
+        "console.md#forms",
+    ),
+    _row(
         404,
         "not_found",
         "an unknown URL gets the guided 404 (`hint`, `next_actions`, `docs`); a missing resource "

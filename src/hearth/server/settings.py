@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     voice_welcome_seconds: float = Field(default=15.0, gt=0, le=3600)
     voice_queue_size: int = Field(default=256, ge=2, le=100_000)
 
+    # The console (docs/console.md): how long a browser's session lasts after signing in.
+    console_session_hours: float = Field(default=12.0, gt=0, le=24 * 30)
+
     # Hosted runtimes (docs/orchestrator.md). Seconds are floats so that tests run them short.
     runtime_idle_seconds: float = Field(default=300.0, gt=0)  # running -> idle without work
     runtime_auto_stop_seconds: float = Field(default=86_400.0, gt=0)  # idle -> stopped (free)

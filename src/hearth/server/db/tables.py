@@ -594,3 +594,18 @@ wake_counts = Table(
     Column("kind", String(40), primary_key=True),
     Column("total", BigInteger, nullable=False),
 )
+
+# The console's signed-in browsers (docs/console.md, "Sessions"): the SHA-256 of the random
+# session id the cookie carries (never the id itself, never the bearer), the project key it was
+# opened with, and the form token its POSTs must carry. In the database so that every service
+# process knows every session; a revoked key ends its sessions (the lookup joins api_keys).
+console_sessions = Table(
+    "console_sessions",
+    metadata,
+    Column("id_hash", String(64), primary_key=True),
+    Column("api_key_id", UUID, ForeignKey("api_keys.id"), nullable=False, index=True),
+    Column("project_id", UUID, ForeignKey("projects.id"), nullable=False),
+    Column("csrf_token", String(64), nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("expires_at", DateTime, nullable=False),
+)

@@ -20,6 +20,7 @@ from sqlalchemy import Connection
 
 from ..auth import BearerDep, Caller, HearthDep, caller_of
 from ..changes import KEYS
+from ..context import Hearth
 from ..db.engine import utcnow
 from ..events import Change
 from ..json_types import JsonObject
@@ -93,15 +94,24 @@ def _change_data(change: Change) -> JsonObject:
 async def voice(
     target: Annotated[VoiceTarget, Depends(voice_target)], hearth: HearthDep
 ) -> AsyncIterator[ServerSentEvent]:
+    async for event in changes_stream(hearth, target.caller.project_id, target.identity_id):
+        yield event
+
+
+async def changes_stream(
+    hearth: Hearth, project_id: str, identity_id: str | None
+) -> AsyncIterator[ServerSentEvent]:
+    """The events of one stream: ``identity_id`` None hears every change of the project (the
+    console's live pages, whose people see the whole project)."""
     bus = hearth.events
     interval = hearth.settings.voice_welcome_seconds
     # Subscribed before `connected` is sent: whatever commits after the client saw it is sent.
-    subscription = bus.subscribe(target.caller.project_id, target.identity_id)
+    subscription = bus.subscribe(project_id, identity_id)
     loop = asyncio.get_running_loop()
     try:
         yield ServerSentEvent(
             event="connected",
-            data={"identity_id": target.identity_id, "keys": list(KEYS)},
+            data={"identity_id": identity_id, "keys": list(KEYS)},
         )
         next_welcome = loop.time() + interval
         while True:

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from ..auth import CallerDep, HearthDep
+from ..context import Hearth
 from ..errors import ApiError
 from ..models import AsOf
 from ..models_wake import WakeJson
@@ -89,20 +90,28 @@ async def wake(  # noqa: PLR0917 - FastAPI reads query parameters from the signa
         past = await hearth.db.snapshot(wake_service.build, project_id, focus, as_of=at)
         body, media_type = render(past, format)
         return _answer(body, media_type, past["generated_at"], "refresh")
-    key = (project_id, focus, format)
+    body, media_type, generated_at, state = await cached_wake(
+        hearth, project_id, focus, format, refresh=refresh
+    )
+    return _answer(body, media_type, generated_at, state)
+
+
+async def cached_wake(
+    hearth: Hearth, project_id: str, focus: str | None, fmt: str, *, refresh: bool = False
+) -> tuple[bytes, str, str, str]:
+    """The wake through the cache: (body, media type, generated_at, cache state). The console
+    reads the Markdown wake through here too, so a page and the JSON route share one cache."""
+    key = (project_id, focus, fmt)
     answer = await hearth.db.snapshot(wake_cache.read_or_build, key, refresh=refresh)
-    state = "hit"
     if answer.cached is None:
         document = answer.document
         assert document is not None
-        state = "refresh" if refresh else "miss"
-        body, media_type = render(document, format)
+        body, media_type = render(document, fmt)
         generated_at = document["generated_at"]
         wake_cache.CACHE.put(key, body, media_type, generated_at, stamp=answer.stamp)
-    else:
-        cached = answer.cached
-        body, media_type, generated_at = cached.body, cached.media_type, cached.generated_at
-    return _answer(body, media_type, generated_at, state)
+        return body, media_type, generated_at, "refresh" if refresh else "miss"
+    cached = answer.cached
+    return cached.body, cached.media_type, cached.generated_at, "hit"
 
 
 def _answer(body: bytes, media_type: str, generated_at: str, state: str) -> Response:
