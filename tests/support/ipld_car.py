@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support.external_suites import under_ci
+from tests.support.npm_tools import installing
 
 PACKAGE = "@ipld/car@5"
 CACHE = Path(
@@ -55,13 +56,19 @@ def ipld_car_dir() -> Path:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         _unavailable("node and npm are not on PATH")
+    with installing(CACHE):
+        _install(npm or "npm")
+    return CACHE
+
+
+def _install(npm: str) -> None:
     marker = CACHE / "node_modules" / "@ipld" / "car" / "package.json"
     if not marker.is_file():
         CACHE.mkdir(parents=True, exist_ok=True)
         (CACHE / "package.json").write_text('{"private": true, "type": "module"}\n')
         try:
             subprocess.run(
-                [npm or "npm", "install", "--no-audit", "--no-fund", "--silent", PACKAGE],
+                [npm, "install", "--no-audit", "--no-fund", "--silent", PACKAGE],
                 cwd=CACHE,
                 check=True,
                 capture_output=True,
@@ -69,8 +76,9 @@ def ipld_car_dir() -> Path:
             )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
             _unavailable(f"npm install {PACKAGE} failed: {exc}")
-    (CACHE / "read_car.mjs").write_text(_SCRIPT)
-    return CACHE
+    script = CACHE / "read_car.mjs"
+    if not script.is_file() or script.read_text() != _SCRIPT:
+        script.write_text(_SCRIPT)
 
 
 def read_with_ipld_car(path: Path) -> dict[str, Any]:

@@ -7,10 +7,13 @@ reason; under CI (``CI=true``) that is a failure (``redis_server.skip_or_fail``)
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.redis_server import skip_or_fail
@@ -30,10 +33,29 @@ def npm_prefix(name: str, packages: dict[str, str], overrides: dict[str, str]) -
     manifest = json.dumps(
         {"private": True, "dependencies": packages, "overrides": overrides}, indent=2
     )
+    with installing(prefix):
+        _install(prefix, manifest, npm)
+    return prefix
+
+
+@contextmanager
+def installing(folder: Path) -> Iterator[None]:
+    """Held while ``folder`` is checked and installed: the suite's workers (pytest-xdist) may
+    want the same cached tool at once, and two ``npm install`` runs into one folder, or a
+    script rewritten while another worker runs it, break each other."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / f".{folder.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _install(prefix: Path, manifest: str, npm: str) -> None:
     wanted = prefix / "package.json"
     if _read(wanted) == manifest and (prefix / "node_modules" / ".package-lock.json").is_file():
-        return prefix
-    prefix.mkdir(parents=True, exist_ok=True)
+        return
     wanted.write_text(manifest)
     try:
         done = subprocess.run(
@@ -49,7 +71,6 @@ def npm_prefix(name: str, packages: dict[str, str], overrides: dict[str, str]) -
     if done.returncode != 0:
         wanted.unlink()  # installed again next time
         skip_or_fail(f"npm install into {prefix} failed: {done.stderr[-500:]}")
-    return prefix
 
 
 def _read(path: Path) -> str | None:
