@@ -12,10 +12,12 @@ Each round runs two child processes, so that each one's peak RSS (its VmHWM) is 
    block hashed, sealed, and PUT with ``If-None-Match: *``), then ``open_object`` of it from
    the store (each block fetched, hashed against its CID, decrypted), the plaintext dropped;
    Both with the CLI's default workers: publish seals in 4 threads and PUTs from one, in
-   order; open fetches, verifies and decrypts in 2;
+   order; open asks for 2 workers, and the S3 store's ``reads_in_flight`` raises that to 8
+   threads for 1 MiB chunks (``hearth.adds.open_threads``), each fetching, verifying and
+   decrypting one chunk at a time, the chunks delivered in order;
 2. plain: the same number of objects of the same sizes (chunk size + the 16-byte tag) PUT one
-   at a time, as publish does, then GET two at a time, as open does, with the same client
-   (obstore, the store's own).
+   at a time, as publish does, then GET with as many in flight as open has threads (8), with
+   the same client (obstore, the store's own), each object's bytes dropped once received.
 The ratios are hearth's MB/s over the plain client's (goal: at least 0.8), and the peak RSS of
 the hearth child (goal: under 100 MB), beside that of an idle child that imports the same
 modules and makes the same client, and does nothing.
@@ -47,12 +49,13 @@ from tests.support.adds_objects import (  # noqa: E402
     grant_for,
 )
 
-from hearth.adds.objects import open_object, publish  # noqa: E402
+from hearth.adds.objects import open_object, open_threads, publish  # noqa: E402
 from hearth.blockstore.s3 import S3BlockStore  # noqa: E402
 
 GOAL_RATIO = 0.8
 # The CLI's defaults (hearth adds publish / open --workers). Publish seals in that many threads
-# and PUTs from one, in order; open fetches, verifies and decrypts in that many.
+# and PUTs from one, in order; open fetches, verifies and decrypts in that many, or in as many
+# as the store asks for (open_threads), and the plain GETs have as many in flight.
 PUBLISH_WORKERS = 4
 OPEN_WORKERS = 2
 GOAL_RSS_MB = 100.0
@@ -94,6 +97,7 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
         opened = open_object(
             published.manifest, grant, BOXES[BOB], store, now=NOW, workers=OPEN_WORKERS
         )
+        assert opened.threads == open_threads(store, OPEN_WORKERS, chunk)
         for piece in opened:
             seen += len(piece)
         read = time.perf_counter() - started
@@ -110,7 +114,8 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
         obstore.put(raw, f"{prefix}/{index}", buffer[:length])
     wrote = time.perf_counter() - started
     started = time.perf_counter()
-    with ThreadPoolExecutor(OPEN_WORKERS) as pool:  # as many GETs in flight as open has
+    in_flight = open_threads(store, OPEN_WORKERS, chunk)
+    with ThreadPoolExecutor(in_flight) as pool:  # as many GETs in flight as open has
         for _ in pool.map(lambda i: obstore.get(raw, f"{prefix}/{i}").bytes(), range(len(blocks))):
             pass
     read = time.perf_counter() - started
@@ -164,6 +169,8 @@ def main() -> int:
         with seaweedfs(Path(work) / "seaweedfs") as s3:
             idle = {"kind": "idle", "url": f"s3://{s3.bucket}/idle", "config": s3.config()}
             rss["idle"].append(run_child({**idle, "size": 0, "chunk": 1, "input": ""})[1])
+            probe = S3BlockStore(idle["url"], config=s3.config())
+            in_flight = open_threads(probe, OPEN_WORKERS, args.chunk_size)
             for round_ in range(args.repeat):
                 for kind in ("hearth", "plain") if round_ % 2 == 0 else ("plain", "hearth"):
                     spec = {
@@ -184,6 +191,7 @@ def main() -> int:
     peak = max(rss["hearth"])
     print(f"object {args.size / 2**20:.0f} MiB, chunks {args.chunk_size / 2**20:g} MiB, ")
     print(f"{args.repeat} rounds, load average {os.getloadavg()[0]:.2f}")
+    print(f"open's threads and the plain GETs in flight: {in_flight}")
     print(f"publish {median['hp']:7.1f} MB/s   plain PUT {median['pp']:7.1f} MB/s")
     print(f"open    {median['hg']:7.1f} MB/s   plain GET {median['pg']:7.1f} MB/s")
     for name, ratio in (("publish/PUT", publish_ratio), ("open/GET", open_ratio)):
