@@ -20,7 +20,13 @@ Each round runs two child processes, so that each one's peak RSS (its VmHWM) is 
    the same client (obstore, the store's own), each object's bytes dropped once received.
 The ratios are hearth's MB/s over the plain client's (goal: at least 0.8), and the peak RSS of
 the hearth child (goal: under 100 MB), beside that of an idle child that imports the same
-modules and makes the same client, and does nothing.
+modules and makes the same client, and does nothing. Each child's CPU time per MB is printed
+too (with SeaweedFS's), a figure the machine's other load does not move as much.
+
+Where the object store runs: by default SeaweedFS and the children share every CPU, so every
+CPU-second the client spends hashing and decrypting is one the server does not have. ``--pin``
+puts SeaweedFS on the first CPU and the children on the others, nearer a deployment, where the
+object store has machines of its own.
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
         list(store.cids())
         return {"put": 1.0, "get": 1.0}
     if spec["kind"] == "hearth":
+        cpu = time.process_time()
         started = time.perf_counter()
         with open(spec["input"], "rb") as source:
             published = publish(
@@ -91,7 +98,9 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
                 workers=PUBLISH_WORKERS,
             )
         wrote = time.perf_counter() - started
+        wrote_cpu = time.process_time() - cpu
         grant = grant_for(published)
+        cpu = time.process_time()
         started = time.perf_counter()
         seen = 0
         opened = open_object(
@@ -102,24 +111,32 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
             seen += len(piece)
         read = time.perf_counter() - started
         assert seen == size
-        return {"put": wrote, "get": read}
+        return {
+            "put": wrote,
+            "get": read,
+            "put_cpu": wrote_cpu,
+            "get_cpu": time.process_time() - cpu,
+        }
     import obstore  # noqa: PLC0415 - the plain client, as the store uses it
 
     raw = store._store
     prefix = spec["url"].split("/", 3)[3]
     blocks = [min(chunk, size - at) + TAG for at in range(0, size, chunk)]
     buffer = os.urandom(chunk + TAG)
+    cpu = time.process_time()
     started = time.perf_counter()
     for index, length in enumerate(blocks):
         obstore.put(raw, f"{prefix}/{index}", buffer[:length])
     wrote = time.perf_counter() - started
+    wrote_cpu = time.process_time() - cpu
+    cpu = time.process_time()
     started = time.perf_counter()
     in_flight = open_threads(store, OPEN_WORKERS, chunk)
     with ThreadPoolExecutor(in_flight) as pool:  # as many GETs in flight as open has
         for _ in pool.map(lambda i: obstore.get(raw, f"{prefix}/{i}").bytes(), range(len(blocks))):
             pass
     read = time.perf_counter() - started
-    return {"put": wrote, "get": read}
+    return {"put": wrote, "get": read, "put_cpu": wrote_cpu, "get_cpu": time.process_time() - cpu}
 
 
 def peak_rss_mb() -> float:
@@ -132,12 +149,15 @@ def peak_rss_mb() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
 
 
-def run_child(spec: dict[str, Any]) -> tuple[dict[str, float], float]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", json.dumps(spec)],
-        stdout=subprocess.PIPE,
-        check=False,
-    )
+def run_child(spec: dict[str, Any], cpus: set[int] | None) -> tuple[dict[str, float], float]:
+    from tests.support.seaweedfs import on_cpus  # noqa: PLC0415 - the parent's only
+
+    with on_cpus(cpus):
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            check=False,
+        )
     if done.returncode != 0:
         raise SystemExit(f"child {spec['kind']} failed: {done.returncode}")
     figures = json.loads(done.stdout)
@@ -149,6 +169,11 @@ def main() -> int:
     parser.add_argument("--size", type=parse_size, default=1 << 30)
     parser.add_argument("--chunk-size", type=parse_size, default=1 << 20)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="SeaweedFS on the first CPU, the children on the others (default: all on all)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -159,16 +184,23 @@ def main() -> int:
     # carry into their peak RSS.
     from tests.support.seaweedfs import seaweedfs  # noqa: PLC0415
 
+    every = os.sched_getaffinity(0)
+    pinned = args.pin and len(every) >= 2
+    server_cpus = {min(every)} if pinned else None
+    client_cpus = every - {min(every)} if pinned else None
+
     with tempfile.TemporaryDirectory(prefix="hearth-bench-s3-") as work:
         source = Path(work) / "input.bin"
         with source.open("wb") as out:
             for at in range(0, args.size, 1 << 24):
                 out.write(os.urandom(min(1 << 24, args.size - at)))
         figures: dict[str, list[float]] = {"hp": [], "hg": [], "pp": [], "pg": []}
+        cpu_ms: dict[str, list[float]] = {"hp": [], "hg": [], "pp": [], "pg": []}
         rss: dict[str, list[float]] = {"hearth": [], "plain": [], "idle": []}
-        with seaweedfs(Path(work) / "seaweedfs") as s3:
+        with seaweedfs(Path(work) / "seaweedfs", cpus=server_cpus) as s3:
             idle = {"kind": "idle", "url": f"s3://{s3.bucket}/idle", "config": s3.config()}
-            rss["idle"].append(run_child({**idle, "size": 0, "chunk": 1, "input": ""})[1])
+            idle_spec = {**idle, "size": 0, "chunk": 1, "input": ""}
+            rss["idle"].append(run_child(idle_spec, client_cpus)[1])
             probe = S3BlockStore(idle["url"], config=s3.config())
             in_flight = open_threads(probe, OPEN_WORKERS, args.chunk_size)
             for round_ in range(args.repeat):
@@ -181,19 +213,29 @@ def main() -> int:
                         "chunk": args.chunk_size,
                         "input": str(source),
                     }
-                    times, peak = run_child(spec)
+                    times, peak = run_child(spec, client_cpus)
                     rss[kind].append(peak)
                     key = kind[0]
-                    figures[key + "p"].append(args.size / times["put"] / 1e6)
-                    figures[key + "g"].append(args.size / times["get"] / 1e6)
+                    for phase, letter in (("put", "p"), ("get", "g")):
+                        figures[key + letter].append(args.size / times[phase] / 1e6)
+                        cpu_ms[key + letter].append(times[phase + "_cpu"] * 1e3 / (args.size / 1e6))
     median = {name: statistics.median(values) for name, values in figures.items()}
     publish_ratio, open_ratio = median["hp"] / median["pp"], median["hg"] / median["pg"]
     peak = max(rss["hearth"])
     print(f"object {args.size / 2**20:.0f} MiB, chunks {args.chunk_size / 2**20:g} MiB, ")
     print(f"{args.repeat} rounds, load average {os.getloadavg()[0]:.2f}")
     print(f"open's threads and the plain GETs in flight: {in_flight}")
+    where = f"SeaweedFS on CPU {server_cpus}, the clients on {client_cpus}"
+    print(where if pinned else "SeaweedFS and the clients on every CPU")
+    cpu = {name: statistics.median(values) for name, values in cpu_ms.items()}
     print(f"publish {median['hp']:7.1f} MB/s   plain PUT {median['pp']:7.1f} MB/s")
     print(f"open    {median['hg']:7.1f} MB/s   plain GET {median['pg']:7.1f} MB/s")
+    rounds = zip(figures["hg"], figures["pg"], strict=True)
+    print(f"  each round's open/GET: {', '.join(f'{h / p:.2f}' for h, p in rounds)}")
+    print(
+        f"client CPU ms per MB: publish {cpu['hp']:.2f}, plain PUT {cpu['pp']:.2f},"
+        f" open {cpu['hg']:.2f}, plain GET {cpu['pg']:.2f}"
+    )
     for name, ratio in (("publish/PUT", publish_ratio), ("open/GET", open_ratio)):
         verdict = "meets" if ratio >= GOAL_RATIO else "misses"
         print(f"{name}: {ratio:.2f} ({verdict} the goal {GOAL_RATIO})")
