@@ -15,11 +15,11 @@ Each round runs two child processes, so that each one's peak RSS (its VmHWM) is 
    path, each thread decrypting into a buffer of its own, less the file's writes), then
    "iterated" the same object read by iterating (a new ``bytes`` for each chunk's plaintext);
    Both with the CLI's default workers: publish seals in 4 threads and PUTs from one, in
-   order; open asks for 2 workers, and the S3 store's ``reads_in_flight`` raises that to 8
+   order; open asks for 2 workers, and the S3 store's ``reads_in_flight`` raises that to 6
    threads for 1 MiB chunks (``hearth.adds.open_threads``), each fetching, verifying and
    decrypting one chunk at a time, the chunks delivered in order;
 2. plain: the same number of objects of the same sizes (chunk size + the 16-byte tag) PUT one
-   at a time, as publish does, then GET with as many in flight as open has threads (8), with
+   at a time, as publish does, then GET with as many in flight as open has threads (6), with
    the same client (obstore, the store's own), each object's bytes dropped once received.
 The ratios are hearth's MB/s over the plain client's (goal: at least 0.8), and the peak RSS of
 the hearth child (goal: under 100 MB), beside that of an idle child that imports the same

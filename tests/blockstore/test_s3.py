@@ -79,10 +79,10 @@ def test_publish_and_open_through_s3(store: S3BlockStore) -> None:
         chunk_size=1024 * 1024,
     )
     grant = grant_for(published)
-    # The store asks for 8 reads in flight: 2 workers become 8 threads for 1 MiB chunks, in
+    # The store asks for 6 reads in flight: 2 workers become 6 threads for 1 MiB chunks, in
     # order all the same; bigger chunks get fewer, within the opener's read-ahead budget.
     opened = open_object(published.manifest, grant, BOXES[BOB], store, now=NOW, workers=2)
-    assert opened.threads == 8
+    assert opened.threads == 6
     assert b"".join(opened) == data
     assert open_threads(store, 2, READ_AHEAD_BYTES // 4) == 4
     assert open_threads(store, 2, 16 * 1024 * 1024) == 2

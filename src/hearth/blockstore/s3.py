@@ -57,9 +57,10 @@ class S3BlockStore:
     # An object store answers each GET after a round trip; the opener keeps this many in flight
     # (within its read-ahead budget, hearth.adds.BlockSource) so that one block's wait overlaps
     # the others' and each thread's hashing and decryption. Measured in bench/blockstore_s3.py
-    # (docs/performance.md, "Blocks on S3"): 2 in flight reach about 0.55 of plain GETs, 8 reach
-    # 0.8 and more.
-    reads_in_flight: ClassVar[int] = 8
+    # (docs/performance.md, "Blocks on S3"): 2 in flight reached about 0.55 of plain GETs; 6 keep
+    # the opener's peak RSS near 90 MB at 1 MiB chunks where 8 took it to 99 MB, for no rate
+    # that could be told apart on this machine.
+    reads_in_flight: ClassVar[int] = 6
 
     def __init__(self, url: str, *, config: dict[str, Any] | None = None) -> None:
         self.url = url
