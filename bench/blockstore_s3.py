@@ -10,26 +10,41 @@ It is a measurement, not a test: it exits 0 whether or not the goals are met.
 Each round runs two child processes, so that each one's peak RSS (its VmHWM) is its own:
 1. hearth: ``hearth.adds.publish`` of a file of random bytes into an ``S3BlockStore`` (each
    block hashed, sealed, and PUT with ``If-None-Match: *``), then ``open_object`` of it from
-   the store (each block fetched, hashed against its CID, decrypted), the plaintext dropped;
+   the store (each block fetched, hashed against its CID, decrypted), the plaintext dropped:
+   "open" is ``OpenedObject.into`` a target that keeps nothing (``hearth adds open -o``'s
+   path, each thread decrypting into a buffer of its own, less the file's writes), then
+   "iterated" the same object read by iterating (a new ``bytes`` for each chunk's plaintext);
    Both with the CLI's default workers: publish seals in 4 threads and PUTs from one, in
-   order; open fetches, verifies and decrypts in 2;
+   order; open asks for 2 workers, and the S3 store's ``reads_in_flight`` raises that to 6
+   threads for 1 MiB chunks (``hearth.adds.open_threads``), each fetching, verifying and
+   decrypting one chunk at a time, the chunks delivered in order;
 2. plain: the same number of objects of the same sizes (chunk size + the 16-byte tag) PUT one
-   at a time, as publish does, then GET two at a time, as open does, with the same client
-   (obstore, the store's own).
+   at a time, as publish does, then GET with as many in flight as open has threads (6), with
+   the same client (obstore, the store's own), each object's bytes dropped once received;
+   then the same GETs each hashed with SHA-256 in its thread: the plain client's rate with
+   nothing but the CID check on read, which the store must do (goal or not, the floor).
 The ratios are hearth's MB/s over the plain client's (goal: at least 0.8), and the peak RSS of
 the hearth child (goal: under 100 MB), beside that of an idle child that imports the same
-modules and makes the same client, and does nothing.
+modules and makes the same client, and does nothing. Each child's CPU time per MB is printed
+too (with SeaweedFS's), a figure the machine's other load does not move as much.
+
+Where the object store runs: by default SeaweedFS and the children share every CPU, so every
+CPU-second the client spends hashing and decrypting is one the server does not have. ``--pin``
+puts SeaweedFS on the first CPU and the children on the others, nearer a deployment, where the
+object store has machines of its own.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,12 +62,13 @@ from tests.support.adds_objects import (  # noqa: E402
     grant_for,
 )
 
-from hearth.adds.objects import open_object, publish  # noqa: E402
+from hearth.adds.objects import open_object, open_threads, publish  # noqa: E402
 from hearth.blockstore.s3 import S3BlockStore  # noqa: E402
 
 GOAL_RATIO = 0.8
 # The CLI's defaults (hearth adds publish / open --workers). Publish seals in that many threads
-# and PUTs from one, in order; open fetches, verifies and decrypts in that many.
+# and PUTs from one, in order; open fetches, verifies and decrypts in that many, or in as many
+# as the store asks for (open_threads), and the plain GETs have as many in flight.
 PUBLISH_WORKERS = 4
 OPEN_WORKERS = 2
 GOAL_RSS_MB = 100.0
@@ -67,6 +83,24 @@ def parse_size(text: str) -> int:
     return int(text)
 
 
+class Discard:
+    """A PlaintextTarget that keeps nothing: each worker thread decrypts into a buffer of its
+    own, reused for every chunk (as ``PositionalFile`` lends its aligned one), and the
+    plaintext is dropped once authentic, as the plain GETs drop their bytes."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def chunk_buffer(self, size: int) -> memoryview:
+        buffer: memoryview | None = getattr(self._local, "buffer", None)
+        if buffer is None or len(buffer) < size:
+            buffer = self._local.buffer = memoryview(bytearray(size))
+        return buffer[:size]
+
+    def write_at(self, offset: int, data: bytes | memoryview) -> None:
+        pass
+
+
 def child(spec: dict[str, Any]) -> dict[str, float]:
     """One measurement in this (child) process; seconds of each phase."""
     store = S3BlockStore(spec["url"], config=spec["config"])
@@ -75,6 +109,7 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
         list(store.cids())
         return {"put": 1.0, "get": 1.0}
     if spec["kind"] == "hearth":
+        cpu = time.process_time()
         started = time.perf_counter()
         with open(spec["input"], "rb") as source:
             published = publish(
@@ -88,33 +123,53 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
                 workers=PUBLISH_WORKERS,
             )
         wrote = time.perf_counter() - started
+        wrote_cpu = time.process_time() - cpu
         grant = grant_for(published)
-        started = time.perf_counter()
-        seen = 0
-        opened = open_object(
-            published.manifest, grant, BOXES[BOB], store, now=NOW, workers=OPEN_WORKERS
-        )
-        for piece in opened:
-            seen += len(piece)
-        read = time.perf_counter() - started
-        assert seen == size
-        return {"put": wrote, "get": read}
+        figures = {"put": wrote, "put_cpu": wrote_cpu}
+        for phase in ("get", "iter"):
+            cpu = time.process_time()
+            started = time.perf_counter()
+            opened = open_object(
+                published.manifest, grant, BOXES[BOB], store, now=NOW, workers=OPEN_WORKERS
+            )
+            assert opened.threads == open_threads(store, OPEN_WORKERS, chunk)
+            # "get": as hearth adds open -o does, less the file's writes; "iter": a new
+            # bytes object for each chunk's plaintext.
+            seen = opened.into(Discard()) if phase == "get" else sum(map(len, opened))
+            figures[phase] = time.perf_counter() - started
+            figures[phase + "_cpu"] = time.process_time() - cpu
+            assert seen == size
+        return figures
     import obstore  # noqa: PLC0415 - the plain client, as the store uses it
 
     raw = store._store
     prefix = spec["url"].split("/", 3)[3]
     blocks = [min(chunk, size - at) + TAG for at in range(0, size, chunk)]
     buffer = os.urandom(chunk + TAG)
+    cpu = time.process_time()
     started = time.perf_counter()
     for index, length in enumerate(blocks):
         obstore.put(raw, f"{prefix}/{index}", buffer[:length])
     wrote = time.perf_counter() - started
-    started = time.perf_counter()
-    with ThreadPoolExecutor(OPEN_WORKERS) as pool:  # as many GETs in flight as open has
-        for _ in pool.map(lambda i: obstore.get(raw, f"{prefix}/{i}").bytes(), range(len(blocks))):
-            pass
-    read = time.perf_counter() - started
-    return {"put": wrote, "get": read}
+    wrote_cpu = time.process_time() - cpu
+    figures = {"put": wrote, "put_cpu": wrote_cpu}
+    in_flight = open_threads(store, OPEN_WORKERS, chunk)
+
+    def fetch(index: int) -> object:
+        return obstore.get(raw, f"{prefix}/{index}").bytes()
+
+    def fetch_and_hash(index: int) -> object:  # the floor of a read checked against its CID
+        return hashlib.sha256(fetch(index)).digest()
+
+    for phase, one in (("get", fetch), ("iter", fetch_and_hash)):
+        cpu = time.process_time()
+        started = time.perf_counter()
+        with ThreadPoolExecutor(in_flight) as pool:  # as many GETs in flight as open has
+            for _ in pool.map(one, range(len(blocks))):
+                pass
+        figures[phase] = time.perf_counter() - started
+        figures[phase + "_cpu"] = time.process_time() - cpu
+    return figures
 
 
 def peak_rss_mb() -> float:
@@ -127,12 +182,15 @@ def peak_rss_mb() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
 
 
-def run_child(spec: dict[str, Any]) -> tuple[dict[str, float], float]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", json.dumps(spec)],
-        stdout=subprocess.PIPE,
-        check=False,
-    )
+def run_child(spec: dict[str, Any], cpus: set[int] | None) -> tuple[dict[str, float], float]:
+    from tests.support.seaweedfs import on_cpus  # noqa: PLC0415 - the parent's only
+
+    with on_cpus(cpus):
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            check=False,
+        )
     if done.returncode != 0:
         raise SystemExit(f"child {spec['kind']} failed: {done.returncode}")
     figures = json.loads(done.stdout)
@@ -144,6 +202,11 @@ def main() -> int:
     parser.add_argument("--size", type=parse_size, default=1 << 30)
     parser.add_argument("--chunk-size", type=parse_size, default=1 << 20)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="SeaweedFS on the first CPU, the children on the others (default: all on all)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -154,16 +217,27 @@ def main() -> int:
     # carry into their peak RSS.
     from tests.support.seaweedfs import seaweedfs  # noqa: PLC0415
 
+    every = os.sched_getaffinity(0)
+    pinned = args.pin and len(every) >= 2
+    server_cpus = {min(every)} if pinned else None
+    client_cpus = every - {min(every)} if pinned else None
+
     with tempfile.TemporaryDirectory(prefix="hearth-bench-s3-") as work:
         source = Path(work) / "input.bin"
         with source.open("wb") as out:
             for at in range(0, args.size, 1 << 24):
                 out.write(os.urandom(min(1 << 24, args.size - at)))
-        figures: dict[str, list[float]] = {"hp": [], "hg": [], "pp": [], "pg": []}
+        # hearth/plain, put/get/iterated open (plain: GETs each hashed with SHA-256)
+        names = ("hp", "hg", "hi", "pp", "pg", "pi")
+        figures: dict[str, list[float]] = {name: [] for name in names}
+        cpu_ms: dict[str, list[float]] = {name: [] for name in names}
         rss: dict[str, list[float]] = {"hearth": [], "plain": [], "idle": []}
-        with seaweedfs(Path(work) / "seaweedfs") as s3:
+        with seaweedfs(Path(work) / "seaweedfs", cpus=server_cpus) as s3:
             idle = {"kind": "idle", "url": f"s3://{s3.bucket}/idle", "config": s3.config()}
-            rss["idle"].append(run_child({**idle, "size": 0, "chunk": 1, "input": ""})[1])
+            idle_spec = {**idle, "size": 0, "chunk": 1, "input": ""}
+            rss["idle"].append(run_child(idle_spec, client_cpus)[1])
+            probe = S3BlockStore(idle["url"], config=s3.config())
+            in_flight = open_threads(probe, OPEN_WORKERS, args.chunk_size)
             for round_ in range(args.repeat):
                 for kind in ("hearth", "plain") if round_ % 2 == 0 else ("plain", "hearth"):
                     spec = {
@@ -174,19 +248,42 @@ def main() -> int:
                         "chunk": args.chunk_size,
                         "input": str(source),
                     }
-                    times, peak = run_child(spec)
+                    times, peak = run_child(spec, client_cpus)
                     rss[kind].append(peak)
                     key = kind[0]
-                    figures[key + "p"].append(args.size / times["put"] / 1e6)
-                    figures[key + "g"].append(args.size / times["get"] / 1e6)
+                    for phase, letter in (("put", "p"), ("get", "g"), ("iter", "i")):
+                        if phase in times:
+                            figures[key + letter].append(args.size / times[phase] / 1e6)
+                            cpu = times[phase + "_cpu"] * 1e3 / (args.size / 1e6)
+                            cpu_ms[key + letter].append(cpu)
     median = {name: statistics.median(values) for name, values in figures.items()}
     publish_ratio, open_ratio = median["hp"] / median["pp"], median["hg"] / median["pg"]
+    iterated_ratio = median["hi"] / median["pg"]
     peak = max(rss["hearth"])
     print(f"object {args.size / 2**20:.0f} MiB, chunks {args.chunk_size / 2**20:g} MiB, ")
     print(f"{args.repeat} rounds, load average {os.getloadavg()[0]:.2f}")
+    print(f"open's threads and the plain GETs in flight: {in_flight}")
+    where = f"SeaweedFS on CPU {server_cpus}, the clients on {client_cpus}"
+    print(where if pinned else "SeaweedFS and the clients on every CPU")
+    cpu = {name: statistics.median(values) for name, values in cpu_ms.items()}
     print(f"publish {median['hp']:7.1f} MB/s   plain PUT {median['pp']:7.1f} MB/s")
     print(f"open    {median['hg']:7.1f} MB/s   plain GET {median['pg']:7.1f} MB/s")
-    for name, ratio in (("publish/PUT", publish_ratio), ("open/GET", open_ratio)):
+    print(f"open, iterated {median['hi']:7.1f} MB/s (a new bytes object per chunk)")
+    print(f"plain GET each hashed (SHA-256, the CID check alone) {median['pi']:7.1f} MB/s")
+    rounds = zip(figures["hg"], figures["pg"], strict=True)
+    print(f"  each round's open/GET: {', '.join(f'{h / p:.2f}' for h, p in rounds)}")
+    print(
+        f"client CPU ms per MB: publish {cpu['hp']:.2f}, plain PUT {cpu['pp']:.2f},"
+        f" open {cpu['hg']:.2f}, iterated {cpu['hi']:.2f}, plain GET {cpu['pg']:.2f},"
+        f" hashed {cpu['pi']:.2f}"
+    )
+    ratios = (
+        ("publish/PUT", publish_ratio),
+        ("open/GET", open_ratio),
+        ("iterated open/GET", iterated_ratio),
+        ("plain GET hashed/GET", median["pi"] / median["pg"]),
+    )
+    for name, ratio in ratios:
         verdict = "meets" if ratio >= GOAL_RATIO else "misses"
         print(f"{name}: {ratio:.2f} ({verdict} the goal {GOAL_RATIO})")
     verdict = "meets" if peak < GOAL_RSS_MB else "misses"

@@ -13,7 +13,7 @@ from obstore.store import S3Store
 from typer.testing import CliRunner, Result
 
 from hearth.adds import cid_for_bytes
-from hearth.adds.objects import open_object, publish
+from hearth.adds.objects import READ_AHEAD_BYTES, open_object, open_threads, publish
 from hearth.blockstore import BlockCorrupt, BlockNotFound, BlockStoreError, InvalidCid
 from hearth.blockstore.open import open_block_store
 from hearth.blockstore.s3 import S3BlockStore, parse_s3_url
@@ -79,8 +79,14 @@ def test_publish_and_open_through_s3(store: S3BlockStore) -> None:
         chunk_size=1024 * 1024,
     )
     grant = grant_for(published)
-    opened = open_object(published.manifest, grant, BOXES[BOB], store, now=NOW)
+    # The store asks for 6 reads in flight: 2 workers become 6 threads for 1 MiB chunks, in
+    # order all the same; bigger chunks get fewer, within the opener's read-ahead budget.
+    opened = open_object(published.manifest, grant, BOXES[BOB], store, now=NOW, workers=2)
+    assert opened.threads == 6
     assert b"".join(opened) == data
+    assert open_threads(store, 2, READ_AHEAD_BYTES // 4) == 4
+    assert open_threads(store, 2, 16 * 1024 * 1024) == 2
+    assert open_threads(store, 12, 1024) == 12
 
 
 def test_open_block_store_takes_an_s3_url(s3: SeaweedS3, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,6 +107,9 @@ def test_an_unreachable_store_is_a_clear_error(s3: SeaweedS3) -> None:
     with pytest.raises(BlockStoreError, match="failed to store block") as caught:
         store.put(cid_for_bytes(b"y"), b"y")
     assert "s3://" in str(caught.value)
+    with pytest.raises(BlockStoreError, match="failed to answer a probe"):
+        store.probe(2.0)
+    S3BlockStore(f"s3://{s3.bucket}/alive", config=s3.config()).probe(2.0)
 
 
 def test_the_cli_publishes_to_and_opens_from_s3(

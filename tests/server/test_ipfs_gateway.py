@@ -1,11 +1,18 @@
 """The provider node as an IPFS trustless gateway, over real HTTP: raw blocks and one-block CARs,
 their headers, format negotiation, and the refusals (docs/service.md, "The IPFS trustless
-gateway"). An independent client checks the same answers in test_ipfs_verified_fetch.py."""
+gateway"). An independent client checks the same answers in test_ipfs_verified_fetch.py.
+
+The ``conformance`` tests below are the cases of the IPFS gateway-conformance suite
+(ipfs/gateway-conformance, Go) that apply to a gateway of raw blocks, restated against a block
+this service holds: its ``TestTrustlessRaw`` cases, and its trustless CAR cases with a raw block
+as the root (docs/service.md, "Gateway conformance", says which apply and why the suite itself
+does not run here)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Iterator
 
 import httpx2
@@ -140,6 +147,85 @@ def test_car_encoding_is_pinned() -> None:
     )
     for size in (0, 1, 91, 92, 127, 128, 16_383, 16_384, 16 * 1024 * 1024 + 16):
         assert car_size(size) == len(car_of_block(cid, bytes(size)))
+
+
+# --- the gateway-conformance cases that apply to raw blocks ---------------------------------
+
+
+def test_conformance_trustless_raw(anonymous: httpx2.Client) -> None:
+    """TestTrustlessRaw: by ?format=raw and by Accept; the response headers; ?filename=; the
+    caching headers (public, immutable, max-age of at least 29030400)."""
+    cid = cid_for_bytes(BLOCK)
+    raw = "application/vnd.ipld.raw"
+    by_query = anonymous.get(f"/ipfs/{cid}", params={"format": "raw"})
+    by_accept = anonymous.get(f"/ipfs/{cid}", headers={"Accept": raw})
+    for answer in (by_query, by_accept):
+        assert (answer.status_code, answer.content) == (200, BLOCK)
+        assert answer.headers["content-type"] == raw
+        assert answer.headers["content-length"] == str(len(BLOCK))
+        assert re.fullmatch(
+            r'attachment;\s*filename=".*\.bin"', answer.headers["content-disposition"]
+        )
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["etag"]
+        assert answer.headers["x-ipfs-path"] == f"/ipfs/{cid}"
+        assert cid in answer.headers["x-ipfs-roots"]
+        directives = dict(
+            ([*part.split("=", 1), ""])[:2]
+            for part in answer.headers["cache-control"].replace(" ", "").split(",")
+        )
+        assert "public" in directives
+        assert "immutable" in directives
+        assert int(directives["max-age"]) >= 29030400
+    named = anonymous.get(f"/ipfs/{cid}?filename=foobar.bin", headers={"Accept": raw})
+    assert re.match(r'attachment;\s*filename="foobar\.bin', named.headers["content-disposition"])
+    # A name that would need quoting is refused, not written into the header.
+    refused = anonymous.get(f"/ipfs/{cid}", params={"format": "raw", "filename": 'a"b.bin'})
+    assert refused.status_code == 422
+
+
+def test_conformance_trustless_car_of_a_raw_block(anonymous: httpx2.Client) -> None:
+    """TestTrustlessCarDagScope{Block,Entity,All} and TestTrustlessCarEntityBytes with a raw
+    block as the root: a raw block has no links, so every scope and every byte range is that
+    block alone, exactly; a path below a raw block is 404 (TestTrustlessCarPathing allows 404
+    for a path that does not exist)."""
+    cid = cid_for_bytes(BLOCK)
+    for params in (
+        {"dag-scope": "block"},
+        {"dag-scope": "entity"},
+        {"dag-scope": "all"},
+        {"dag-scope": "entity", "entity-bytes": "0:*"},
+        {"dag-scope": "entity", "entity-bytes": "0:0"},
+        {"dag-scope": "entity", "entity-bytes": "-5:*"},
+    ):
+        answer = anonymous.get(f"/ipfs/{cid}", params={"format": "car", **params})
+        assert answer.status_code == 200, (params, answer.text)
+        assert _read_car(answer.content)[1] == [(cid, BLOCK)], params
+    for path in ("subdir/ascii.txt", "i-do-not-exist"):
+        assert anonymous.get(f"/ipfs/{cid}/{path}?format=car").status_code == 404
+
+
+def test_conformance_trustless_car_order_and_duplicates(anonymous: httpx2.Client) -> None:
+    """TestTrustlessCarOrderAndDuplicates (IPIP-412): the order and dups asked for in Accept
+    are said back in Content-Type (order=unk gets an explicit order), also when ?format=car is
+    given too; the body is the one block either way. Its identity-CID case does not apply:
+    only sha2-256 raw CIDs are served (400 invalid_cid, test_refusals)."""
+    cid = cid_for_bytes(BLOCK)
+    car = "application/vnd.ipld.car"
+    for accept, query, wanted in (
+        (f"{car}; version=1; order=dfs; dups=y", "", ("order=dfs", "dups=y")),
+        (f"{car}; version=1; order=dfs; dups=n", "", ("order=dfs", "dups=n")),
+        (f"{car}; version=1; order=unk", "", ("order=",)),
+        (f"{car}; version=1; order=dfs; dups=y", "?format=car", ("order=dfs", "dups=y")),
+    ):
+        answer = anonymous.get(f"/ipfs/{cid}{query}", headers={"Accept": accept})
+        assert answer.status_code == 200, answer.text
+        content_type = answer.headers["content-type"]
+        assert car in content_type
+        assert all(part in content_type for part in wanted), (accept, content_type)
+        assert _read_car(answer.content)[1] == [(cid, BLOCK)]
+    head = anonymous.head(f"/ipfs/{cid}", headers={"Accept": f"{car}; dups=y"})
+    assert "dups=y" in head.headers["content-type"]
 
 
 def _digest_hex(cid: str) -> str:

@@ -1,7 +1,8 @@
 """Blocks on an S3-compatible object store (SeaweedFS, a real server): two ``hearth serve``
 processes on one PostgreSQL database share one bucket, so a file published through one opens
-through the other; a corrupted object is refused by the CID check; and the store going away in
-the middle of a publish is a clear 503, with nothing half-visible (docs/blockstore.md)."""
+through the other; a corrupted object is refused by the CID check; the store going away in the
+middle of a publish is a clear 503, with nothing half-visible (docs/blockstore.md); and
+``/readyz`` reports the object store, ready while it answers and not once it is gone."""
 
 from __future__ import annotations
 
@@ -112,6 +113,12 @@ def test_a_corrupted_object_is_refused(pair: Pair) -> None:
     assert b"damagE" not in gateway.content
 
 
+def test_readyz_reports_the_object_store(pair: Pair) -> None:
+    answer = httpx2.get(f"{pair.a.base_url}/readyz", timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["checks"]["blocks"] == {"ok": True, "store": "object_store"}
+
+
 def test_the_store_going_away_mid_publish_is_a_clear_error(pair: Pair) -> None:
     """Last in the module: it stops the object store."""
 
@@ -138,3 +145,20 @@ def test_the_store_going_away_mid_publish_is_a_clear_error(pair: Pair) -> None:
     assert len(tried) == 3
     assert set(tried[:2]) <= held
     assert tried[2] not in held
+
+
+def test_readyz_is_not_ready_once_the_object_store_is_gone(pair: Pair) -> None:
+    """After the store was stopped (the test above): its endpoint refuses connections."""
+    assert pair.s3.process.poll() is not None
+    answer = httpx2.get(f"{pair.b.base_url}/readyz", timeout=30)
+    assert answer.status_code == 503, answer.text
+    body = answer.json()
+    assert body["error"] == "not_ready"
+    blocks = body["details"]["checks"]["blocks"]
+    assert blocks["ok"] is False
+    assert blocks["store"] == "object_store"
+    assert blocks["problem"].startswith("the object store does not answer")
+    # Nothing that names the store: not its endpoint, not its bucket.
+    assert pair.s3.endpoint.split("//")[1] not in answer.text
+    assert pair.s3.bucket not in answer.text
+    assert body["details"]["checks"]["database"]["ok"] is True

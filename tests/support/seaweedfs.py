@@ -6,6 +6,7 @@ Skipped when the binary is missing outside CI, a failure under ``CI=true``
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -70,8 +71,24 @@ def weed_binary() -> str:
 
 
 @contextmanager
-def seaweedfs(workdir: Path) -> Iterator[SeaweedS3]:
-    """``weed mini`` serving S3 with ``BUCKET``; stopped (SIGTERM, then killed) on exit."""
+def on_cpus(cpus: set[int] | None) -> Iterator[None]:
+    """While inside, this thread (and so any process it starts, which inherits its affinity)
+    runs only on ``cpus``; None changes nothing."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@contextmanager
+def seaweedfs(workdir: Path, *, cpus: set[int] | None = None) -> Iterator[SeaweedS3]:
+    """``weed mini`` serving S3 with ``BUCKET``; stopped (SIGTERM, then killed) on exit.
+    ``cpus``: the only CPUs it may run on (bench/blockstore_s3.py gives it one of its own)."""
     binary = weed_binary()
     workdir.mkdir(parents=True, exist_ok=True)
     ports = {name: free_port() for name in ("s3", "master", "volume", "filer", "admin")}
@@ -93,9 +110,15 @@ def seaweedfs(workdir: Path) -> Iterator[SeaweedS3]:
     env = {"PATH": "/usr/bin:/bin", "AWS_ACCESS_KEY_ID": ACCESS_KEY}
     env["AWS_SECRET_ACCESS_KEY"] = SECRET_KEY
     log = (workdir / "weed.log").open("w")
-    process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, text=True
-    )
+    with on_cpus(cpus):
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
     server = SeaweedS3(f"http://127.0.0.1:{ports['s3']}", BUCKET, process)
     try:
         _wait_for_bucket(server, workdir)

@@ -50,6 +50,7 @@ from .validate import ValidationResult, validate
 
 __all__ = [
     "MAX_DELEGATION_DEPTH",
+    "READ_AHEAD_BYTES",
     "BatchingBlockSink",
     "BlockBatch",
     "BlockSink",
@@ -65,6 +66,7 @@ __all__ = [
     "check_delegation",
     "issue_grant",
     "open_object",
+    "open_threads",
     "publish",
     "unwrap_grant",
 ]
@@ -195,6 +197,11 @@ class BlockSource(Protocol):
     block before decrypting it, unless the source has a class attribute ``verifies_blocks`` set
     to ``True``, promising that ``get`` never returns bytes that do not hash to ``cid`` (the
     stores of ``hearth.blockstore`` do); then the hash is not computed twice.
+
+    A source far away (an object store) may ask for more reads in flight than ``workers``
+    with a class attribute ``reads_in_flight`` (an int): the opener then works on that many
+    chunks at once, as long as they fit in ``READ_AHEAD_BYTES``, so that the store's latency
+    is hidden behind the other reads and each thread's hashing and decryption.
     """
 
     def get(self, cid: str) -> bytes: ...
@@ -215,6 +222,20 @@ class LendingBlockSource(Protocol):
 
 def _source_verifies(source: BlockSource) -> bool:
     return getattr(type(source), "verifies_blocks", False) is True
+
+
+# The most chunk bytes the opener reads ahead for a source that asks for reads in flight
+# (``BlockSource``): 8 reads of 1 MiB chunks, but no more than the workers' own of 16 MiB ones.
+READ_AHEAD_BYTES = 8 * 1024 * 1024
+
+
+def open_threads(source: BlockSource, workers: int, chunk_size: int) -> int:
+    """How many chunks ``open_object`` works on at once: ``workers``, or up to the
+    ``reads_in_flight`` a source asks for within ``READ_AHEAD_BYTES`` (``BlockSource``)."""
+    wish = getattr(type(source), "reads_in_flight", 1)
+    if not isinstance(wish, int) or wish <= workers:
+        return workers
+    return max(workers, min(wish, READ_AHEAD_BYTES // max(chunk_size, 1)))
 
 
 @runtime_checkable
@@ -873,7 +894,9 @@ def open_object(
 
     ``workers`` > 1 fetches, checks and decrypts up to that many following chunks in threads
     while the caller handles the current one (memory: about 2 x ``workers`` + 1 chunks);
-    chunks are still yielded in order, and a refusal surfaces at its own position.
+    chunks are still yielded in order, and a refusal surfaces at its own position. A source
+    that asks for more reads in flight (``BlockSource``: an object store) gets up to that many
+    threads within ``READ_AHEAD_BYTES`` of chunks; ``OpenedObject.threads`` says how many.
 
     The result is an ``OpenedObject``: iterate it, or call its ``into(target)`` to have the
     workers write each chunk to a ``PlaintextTarget`` at its offset themselves (an output file:
@@ -883,7 +906,9 @@ def open_object(
     if workers < 1:
         raise ValueError("workers is at least 1")
     manifest_doc, content_key = _authorise(grant, manifest, audience_private, now, parents)
-    return OpenedObject(_Chunks(manifest_doc, content_key, source), workers)
+    chunk_size = int(manifest_doc["encryption"]["chunk_size"])
+    threads = open_threads(source, workers, chunk_size)
+    return OpenedObject(_Chunks(manifest_doc, content_key, source), threads)
 
 
 class _Chunks:
@@ -981,6 +1006,12 @@ class OpenedObject:
     @property
     def size(self) -> int:
         return int(self._chunks.manifest["plaintext"]["size"])
+
+    @property
+    def threads(self) -> int:
+        """How many chunks are fetched, checked and decrypted at once: ``workers``, or more
+        for a source that asks for reads in flight (``BlockSource``)."""
+        return self._workers
 
     @property
     def chunk_sizes(self) -> list[int]:

@@ -27,9 +27,11 @@ async def healthz() -> JsonObject:
     responses=errors(503),
 )
 async def readyz(hearth: HearthDep) -> JSONResponse:
+    object_store = await hearth.adds.object_store()
     result = await readiness(
         hearth.db,
         hearth.settings.blocks_dir,
+        object_store=object_store,
         redis_configured=bool(hearth.settings.redis_url and hearth.settings.redis_url.strip()),
         limiter=hearth.limiter,
         events=hearth.events,

@@ -19,6 +19,7 @@ from ..services import adds_store, provider
 from ..services.ipfs_gateway import (
     CAR,
     CAR_CONTENT_TYPE,
+    FILENAME_PATTERN,
     RAW,
     Format,
     car_of_block,
@@ -37,6 +38,13 @@ _FORMAT_TEXT = (
     f"({RAW} or {CAR}); one of the two is required."
 )
 _FORMATS = {"enum": [f.value for f in Format]}
+_FILENAME_TEXT = (
+    "The attachment's name in Content-Disposition (default: the CID with .bin or .car): "
+    "letters, digits, '.', '_' and '-', at most 200."
+)
+Filename = Annotated[
+    str | None, Query(description=_FILENAME_TEXT, pattern=FILENAME_PATTERN, max_length=200)
+]
 _BINARY = {"schema": {"type": "string", "format": "binary"}}
 
 
@@ -60,9 +68,10 @@ async def get_block(
     format: Annotated[
         str | None, Query(description=_FORMAT_TEXT, json_schema_extra=_FORMATS)
     ] = None,
+    filename: Filename = None,
 ) -> Response:
     adds_store.require_cid(cid)
-    answer = negotiate(cid, format, request.headers.get("accept"))
+    answer = negotiate(cid, format, request.headers.get("accept"), filename)
     data = await provider.get_block(hearth.db, cid, node=hearth.adds, metrics=hearth.metrics)
     body = data if answer.format is Format.RAW else car_of_block(cid, data)
     return Response(body, media_type=answer.content_type, headers=answer.headers)
@@ -81,9 +90,10 @@ async def head_block(
     format: Annotated[
         str | None, Query(description=_FORMAT_TEXT, json_schema_extra=_FORMATS)
     ] = None,
+    filename: Filename = None,
 ) -> Response:
     adds_store.require_cid(cid)
-    answer = negotiate(cid, format, request.headers.get("accept"))
+    answer = negotiate(cid, format, request.headers.get("accept"), filename)
     size = await provider.block_size(hearth.db, cid)
     length = size if answer.format is Format.RAW else car_size(size)
     headers = {**answer.headers, "Content-Type": answer.content_type}

@@ -9,6 +9,7 @@ service that never stores a block never makes a block directory.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -18,6 +19,9 @@ from ..db.engine import Database
 from ..settings import Settings
 from .provider_key import ProviderKeyring
 from .provider_record import ProviderRecords
+
+if TYPE_CHECKING:
+    from hearth.blockstore.s3 import S3BlockStore
 
 
 class AddsNode:
@@ -35,6 +39,18 @@ class AddsNode:
             if self._blocks is None:
                 self._blocks = await anyio.to_thread.run_sync(self._open)
         return self._blocks
+
+    async def object_store(self) -> S3BlockStore | None:
+        """The block store when it is an object store (``blockstore_url``), else None. Opening
+        one only makes its client; a local store is never opened here (that would make its
+        directory)."""
+        if not self.settings.blockstore_url:
+            return None
+        from hearth.blockstore.s3 import S3BlockStore  # noqa: PLC0415 - only when used
+
+        store = await self.blocks()
+        assert isinstance(store, S3BlockStore)
+        return store
 
     def _open(self) -> BlockStore:
         url = self.settings.blockstore_url

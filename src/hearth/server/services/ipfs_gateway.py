@@ -20,8 +20,12 @@ from ..errors import ApiError
 RAW = "application/vnd.ipld.raw"
 CAR = "application/vnd.ipld.car"
 # CARv1; the one block comes in depth-first order, once: the parameters IPIP-0412 has a gateway
-# say rather than leave the client to guess.
+# say rather than leave the client to guess. A client that allows duplicates (``dups=y``) is
+# told so back: one block, once, is a CAR both with and without duplicates allowed.
 CAR_CONTENT_TYPE = f"{CAR}; version=1; order=dfs; dups=n"
+CAR_DUPS_CONTENT_TYPE = f"{CAR}; version=1; order=dfs; dups=y"
+# ``?filename=``: a name for Content-Disposition, of characters that need no quoting there.
+FILENAME_PATTERN = r"^[A-Za-z0-9._-]{1,200}$"
 # A block never changes under its CID: a year, as the path gateway specification recommends.
 IMMUTABLE = "public, max-age=29030400, immutable"
 
@@ -57,11 +61,16 @@ def car_size(block_size: int) -> int:
 _ANY_CID = cid_from_digest(bytes(32))
 
 
-def negotiate(cid: str, format_query: str | None, accept: str | None) -> Answer:
-    """The answer ``?format=`` (which wins, as the specification says) or else ``Accept`` asks
-    for; 400 ``gateway_format_required`` when neither names a verifiable format this gateway
-    serves (it serves no deserialized content)."""
-    chosen = _from_query(format_query) if format_query is not None else _from_accept(accept)
+def negotiate(
+    cid: str, format_query: str | None, accept: str | None, filename: str | None = None
+) -> Answer:
+    """The answer ``?format=`` (which wins) or else ``Accept`` asks for; 400
+    ``gateway_format_required`` when neither names a verifiable format this gateway serves (it
+    serves no deserialized content). A CAR's ``dups`` is the one the client's Accept gives it,
+    ``?format=car`` or not. ``filename`` (``?filename=``, matching ``FILENAME_PATTERN``) names
+    the attachment instead of the CID."""
+    accepted = _accepted(accept)
+    chosen = _from_query(format_query) if format_query is not None else _best(accepted)
     if chosen is None:
         raise ApiError(
             400,
@@ -78,14 +87,17 @@ def negotiate(cid: str, format_query: str | None, accept: str | None) -> Answer:
         "Vary": "Accept",
     }
     if chosen is Format.RAW:
-        headers["Content-Disposition"] = f'attachment; filename="{cid}.bin"'
+        headers["Content-Disposition"] = f'attachment; filename="{filename or cid + ".bin"}"'
         headers["ETag"] = f'"{cid}.raw"'
         return Answer(chosen, RAW, headers)
-    headers["Content-Disposition"] = f'attachment; filename="{cid}.car"'
+    headers["Content-Disposition"] = f'attachment; filename="{filename or cid + ".car"}"'
     # Byte for byte the same CAR every time (one block, one order): a strong ETag.
     headers["ETag"] = f'"{cid}.car"'
     headers["Accept-Ranges"] = "none"
-    return Answer(chosen, CAR_CONTENT_TYPE, headers)
+    car_params = next((params for _, found, params in accepted if found is Format.CAR), {})
+    dups = car_params.get("dups", "n").lower() == "y"
+    content_type = CAR_DUPS_CONTENT_TYPE if dups else CAR_CONTENT_TYPE
+    return Answer(chosen, content_type, headers)
 
 
 def _from_query(value: str) -> Format | None:
@@ -95,10 +107,15 @@ def _from_query(value: str) -> Format | None:
         return None
 
 
-def _from_accept(accept: str | None) -> Format | None:
+def _best(accepted: list[tuple[float, Format, dict[str, str]]]) -> Format | None:
     """The served format the Accept header prefers (highest q, then first listed); None when
     it names neither (``*/*`` included: a browser's default must not get ciphertext)."""
-    best: tuple[float, Format] | None = None
+    return accepted[0][1] if accepted else None
+
+
+def _accepted(accept: str | None) -> list[tuple[float, Format, dict[str, str]]]:
+    """The Accept header's served formats, each with its q and parameters, preferred first."""
+    found_all: list[tuple[float, Format, dict[str, str]]] = []
     for item in (accept or "").split(","):
         media, *params = (part.strip() for part in item.split(";"))
         values = dict(_param(p) for p in params if "=" in p)
@@ -112,9 +129,9 @@ def _from_accept(accept: str | None) -> Format | None:
             found = Format.CAR
         else:
             continue
-        if quality > 0 and (best is None or quality > best[0]):
-            best = (quality, found)
-    return None if best is None else best[1]
+        if quality > 0:
+            found_all.append((quality, found, values))
+    return sorted(found_all, key=lambda entry: -entry[0])  # stable: first listed first
 
 
 def _param(text: str) -> tuple[str, str]:
@@ -125,6 +142,8 @@ def _param(text: str) -> tuple[str, str]:
 __all__ = [
     "CAR",
     "CAR_CONTENT_TYPE",
+    "CAR_DUPS_CONTENT_TYPE",
+    "FILENAME_PATTERN",
     "IMMUTABLE",
     "RAW",
     "Answer",

@@ -5,11 +5,14 @@ checks hangs:
 
 - **database**: reachable, and its Alembic revision is this release's head (an older schema
   means the migrations have not run; a newer one, that a newer release migrated it). Read only.
-- **blocks**: the block store can take a block. An existing store gets a probe file written,
-  fsynced and removed. A store not made yet (it is made on the first block) is not made here:
-  its nearest existing ancestor must be a directory this process may create entries in, and a
-  directory that exists without the store's marker gets nothing written into it, since the store
-  refuses to make itself in a directory that is not empty.
+- **blocks**: the block store can take a block. On an object store (``blockstore_url``), one
+  LIST request under its prefix answers within the check's time, with no retry (reachable, the
+  bucket there, the credentials good); ``store`` is then ``object_store``. A local store
+  that exists gets a probe file written, fsynced and removed. A local store not made yet (it
+  is made on the first block) is not made here: its nearest existing ancestor must be a
+  directory this process may create entries in, and a directory that exists without the
+  store's marker gets nothing written into it, since the store refuses to make itself in a
+  directory that is not empty.
 - **redis**: up, down or not configured. Reported, never required: without Redis the limiter
   fails open and the voice stays in-process (docs/service.md).
 
@@ -28,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -48,6 +51,12 @@ _STALE_PROBE_S = 60.0  # a probe file this old was left by a process that died w
 Check = dict[str, Any]
 
 
+class ObjectStore(Protocol):
+    """A block store on an object store (hearth.blockstore.s3.S3BlockStore)."""
+
+    def probe(self, timeout_s: float) -> None: ...
+
+
 @dataclass(frozen=True)
 class Readiness:
     checks: dict[str, Check]
@@ -62,11 +71,24 @@ class Readiness:
 
 
 async def readiness(
-    db: Database, blocks_dir: Path, *, redis_configured: bool, limiter: Limiter, events: EventBus
+    db: Database,
+    blocks_dir: Path,
+    *,
+    object_store: ObjectStore | None = None,
+    redis_configured: bool,
+    limiter: Limiter,
+    events: EventBus,
 ) -> Readiness:
+    """``object_store``: the block store when it is one (``blockstore_url``); ``blocks_dir``
+    is checked otherwise."""
+    blocks_check = (
+        asyncio.to_thread(check_blocks, blocks_dir)
+        if object_store is None
+        else asyncio.to_thread(check_object_store, object_store)
+    )
     database, blocks, redis = await asyncio.gather(
         _bounded(check_database(db)),
-        _bounded(asyncio.to_thread(check_blocks, blocks_dir)),
+        _bounded(blocks_check),
         check_redis(redis_configured, limiter, events),
     )
     return Readiness({"database": database, "blocks": blocks, "redis": redis})
@@ -134,6 +156,24 @@ def check_blocks(root: Path) -> Check:
         return {"ok": False, "problem": f"not writable ({_errno_name(exc)})"}
 
 
+# The probe answers by itself a little before the check's own bound cuts it off.
+OBJECT_STORE_PROBE_S = CHECK_TIMEOUT_S - 0.5
+
+
+def check_object_store(store: ObjectStore) -> Check:
+    """Whether the object store answers a LIST now (blocking: run it in a thread). The store's
+    error is not reported: it names the endpoint and the bucket."""
+    try:
+        store.probe(OBJECT_STORE_PROBE_S)
+    except Exception as exc:  # any failure is "unreachable"; its text names hosts
+        return {
+            "ok": False,
+            "store": "object_store",
+            "problem": f"the object store does not answer ({type(exc).__name__})",
+        }
+    return {"ok": True, "store": "object_store"}
+
+
 def _may_create_in(directory: Path, *, store: str) -> Check:
     # The store is made on the first block, with every missing directory: here it must be
     # possible to create entries. (As root, modes do not stop writes, and access() agrees.)
@@ -196,6 +236,7 @@ __all__ = [
     "Readiness",
     "check_blocks",
     "check_database",
+    "check_object_store",
     "check_redis",
     "expected_heads",
     "readiness",
