@@ -370,12 +370,16 @@ def test_every_record_is_there(moved: Moved) -> None:
     assert [k[:3] for k in new["keys"]][1] == ("laptop", new["keys"][1][1], "device")
     assert len(new["templates"]) == 1
     # Runtimes come back stopped, their event log whole, then one ``stopped`` event: imported.
+    assert {v[2] for v in old["runtimes"].values()} == {"stopped"}  # move_away, there too
     assert {r: (*v[:2], v[3]) for r, v in old["runtimes"].items()} == {
         r: (*v[:2], v[3]) for r, v in new["runtimes"].items()
     }
     assert {v[2] for v in new["runtimes"].values()} == {"stopped"}
     for runtime, events in old["events"].items():
-        assert new["events"][runtime][:-1] == events
+        # The old service stopped it with the move (move_away), after the export was made.
+        assert events[-1][0] == "stopped"
+        assert events[-1][1]["trigger"] == "move_away"
+        assert new["events"][runtime][:-1] == events[:-1]
         assert new["events"][runtime][-1][0] == "stopped"
         assert new["events"][runtime][-1][1]["reason"] == "imported"
     assert old["runtimes"]

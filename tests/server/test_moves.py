@@ -10,6 +10,7 @@ import pytest
 from tests.support.agents import Registered
 from tests.support.live import Live, live_on
 from tests.support.openapi import register_project
+from tests.support.runtimes import bridged_body, create, event_names, self_body
 
 ELSEWHERE = "https://elsewhere.example"
 
@@ -55,3 +56,28 @@ def test_a_moved_identity_refuses_mutations_and_says_where_it_went(live: Live) -
         shown = client.get(f"/public/agents/{me.did}")
     assert shown.status_code == 200, shown.text
     assert shown.json()["moved_to"]["service"] == ELSEWHERE
+
+
+def test_a_move_stops_the_identitys_runtimes_here(live: Live) -> None:
+    agent, reg = register_project(live, "private")
+    me = Registered(live, agent, reg)
+    with me.client() as client:
+        made = [
+            create(client, body | {"identity_id": me.id})["id"]
+            for body in (self_body(), bridged_body())
+        ]
+        gone = create(client, self_body(name="deleted before") | {"identity_id": me.id})["id"]
+        assert client.delete(f"/v1/runtimes/{gone}").status_code == 200
+    moved = me.call(
+        "POST", f"/v1/identities/{me.id}/move", {"service": ELSEWHERE, "did": me.did}, proof=True
+    )
+    assert moved.status_code == 200, moved.text
+    assert sorted(moved.json()["runtimes_stopped"]) == sorted(made)
+    with me.client() as client:
+        for runtime_id in made:
+            runtime = client.get(f"/v1/runtimes/{runtime_id}").json()
+            assert runtime["status"] == "stopped"
+            assert event_names(client, runtime_id)[-1] == "stopped"
+            # stopped is final: nothing starts it again on this service
+            assert client.post(f"/v1/runtimes/{runtime_id}/restart").status_code == 409
+        assert client.get(f"/v1/runtimes/{gone}").json()["deleted_at"] is not None

@@ -39,6 +39,7 @@ EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
     ("idle", "auto_stop"): ("stopped", "stopped"),
     ("error", "restart"): ("starting", "started"),
     **{(state, "crash"): ("error", "error") for state in STATES if state != "error"},
+    **{(state, "move_away"): ("stopped", "stopped") for state in STATES if state != "stopped"},
 }
 ALL_PAIRS = list(itertools.product(STATES, runtime_states.TRIGGERS))
 ILLEGAL = [pair for pair in ALL_PAIRS if pair not in EXPECTED]

@@ -127,7 +127,12 @@ def move(  # noqa: PLR0917 - typer reads options from the signature
                 "did": moved.did,
                 "status": moved.status,
                 "moved_to": moved.moved_to,
+                "runtimes_stopped": list(moved.runtimes_stopped),
             }
         )
         return
-    output.print(f"{moved.did} moved to {moved.moved_to.get('service')}")
+    stopped = len(moved.runtimes_stopped)
+    output.print(
+        f"{moved.did} moved to {moved.moved_to.get('service')}"
+        + (f" ({stopped} runtime{'s' if stopped != 1 else ''} stopped here)" if stopped else "")
+    )

@@ -94,15 +94,20 @@ class Moved:
     did: str
     status: str
     moved_to: dict[str, str]
+    runtimes_stopped: tuple[str, ...] = ()  # its runtimes the old service stopped with it
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Moved:
         where = _obj(data.get("moved_to"))
+        stopped = data.get("runtimes_stopped")
         return cls(
             identity_id=_str(data, "identity_id"),
             did=_str(data, "did"),
             status=_str(data, "status"),
             moved_to={k: v for k, v in where.items() if isinstance(v, str)},
+            runtimes_stopped=tuple(
+                r for r in (stopped if isinstance(stopped, list) else []) if isinstance(r, str)
+            ),
         )
 
 

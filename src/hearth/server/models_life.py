@@ -41,3 +41,5 @@ class MovedIdentity(BaseModel):
     did: str
     status: str
     moved_to: MovedTo
+    # The identity's runtimes this service stopped with the move (move_away, docs/runtimes.md).
+    runtimes_stopped: list[str]

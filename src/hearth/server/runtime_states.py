@@ -12,6 +12,9 @@ leaves open is decided here and written down in docs/runtimes.md ("States and mo
 - ``auto_stop`` leaves ``idle`` only: it is the free plan's "24 hours idle".
 - ``wake`` (idle -> running) appends ``started``: the event list has no other name for an
   orchestrator that wakes, and its details say which move it was.
+- ``move_away`` stops every runtime of an identity that moved to another service, from any
+  state but ``stopped`` (``provisioned`` and ``error`` too: neither may start again here, and
+  ``stopped`` is final), so no think loop goes on writing for it on the old service.
 """
 
 from __future__ import annotations
@@ -88,6 +91,13 @@ MOVES: Final[dict[str, Move]] = {
             "a crash; last_error says what",
         ),
         _move("restart", ("error",), "starting", "started", "POST /v1/runtimes/{id}/restart"),
+        _move(
+            "move_away",
+            tuple(s for s in STATES if s != "stopped"),
+            "stopped",
+            "stopped",
+            "its identity moved to another service (POST /v1/identities/{id}/move)",
+        ),
     )
 }
 

@@ -3,6 +3,7 @@
 The identity is marked ``moved`` and the new service's address and DID kept in its metadata
 (``moved_to``); nothing is deleted (wall 6). From then on every mutation naming it is refused
 with 410 ``moved`` and that pointer (``identities.find``), and its public profile names it.
+Its runtimes on this service are stopped in the same transaction (``move_away``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from sqlalchemy import Connection, update
 from ..db.engine import utcnow
 from ..db.tables import identities
 from ..json_types import JsonObject
+from . import runtimes
 from .authority import RootGrant
 from .identities import MOVED
 from .times import iso
@@ -29,4 +31,12 @@ def move(conn: Connection, grant: RootGrant, service: str, did: str) -> JsonObje
         .where(identities.c.id == identity.id)
         .values(status=MOVED, metadata=metadata)
     )
-    return {"identity_id": identity.id, "did": identity.did, "status": MOVED, "moved_to": where}
+    # Its runtimes here stop with it: the life goes on on the new service (docs/runtimes.md).
+    stopped = runtimes.stop_moved_identity(conn, identity.id, where["service"])
+    return {
+        "identity_id": identity.id,
+        "did": identity.did,
+        "status": MOVED,
+        "moved_to": where,
+        "runtimes_stopped": stopped,
+    }

@@ -37,6 +37,7 @@ from .moves import (
     stamp_seen,
     stamp_thought,
     stamp_work,
+    stop_moved_identity,
 )
 from .provisioning import HOSTED_PROVIDERS, create, update_runtime
 from .records import find, listing, read, row_by_id, view
@@ -74,6 +75,7 @@ __all__ = [
     "stamp_seen",
     "stamp_thought",
     "stamp_work",
+    "stop_moved_identity",
     "unwrap_runtime_key",
     "update_runtime",
     "view",

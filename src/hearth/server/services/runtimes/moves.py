@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from ... import runtime_states
 from ...db.engine import utcnow
@@ -32,6 +32,7 @@ __all__ = [
     "stamp_seen",
     "stamp_thought",
     "stamp_work",
+    "stop_moved_identity",
 ]
 
 _STAMP_THOUGHT = (
@@ -147,6 +148,37 @@ def soft_delete(conn: Connection, project_id: str, runtime_id: str) -> JsonObjec
         .values(**values)
     )
     return view_one(conn, replace(runtime, **values))
+
+
+def stop_moved_identity(conn: Connection, identity_id: str, where: str) -> list[str]:
+    """Stop every runtime of an identity that moved away (``move_away``, whatever its state
+    but ``stopped``), in the move's transaction, and drop its lease and control token: the
+    worker running it finds its lease gone at its next write and stops, and no bridge connects
+    again. The ids of the runtimes stopped."""
+    bound = conn.execute(
+        select(runtimes.c.id, runtimes.c.status).where(
+            runtimes.c.identity_id == identity_id,
+            runtimes.c.deleted_at.is_(None),
+            runtimes.c.status != "stopped",
+        )
+    ).all()
+    stopped = []
+    for runtime_id, status in bound:
+        seen = status
+        # A worker may move it between the read and the conditional UPDATE: read again.
+        for _ in range(5):
+            try:
+                move(conn, runtime_id, "move_away", detail=f"moved to {where}", expected=seen)
+                break
+            except StaleMove:
+                seen = row_by_id(conn, runtime_id).status
+        conn.execute(
+            update(runtimes)
+            .where(runtimes.c.id == runtime_id)
+            .values(control_token_hash=None, lease_owner=None, lease_until=0)
+        )
+        stopped.append(runtime_id)
+    return stopped
 
 
 def restart(conn: Connection, project_id: str, runtime_id: str) -> JsonObject:
