@@ -23,14 +23,12 @@ from __future__ import annotations
 import binascii
 import contextlib
 import hashlib
-import queue
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
@@ -83,7 +81,6 @@ IMPORT_ORDER = (
 VISIBILITIES = ("private", "project", "public")
 INSERT_BATCH = 500  # rows sent in one executemany (a few MB of thoughts at most)
 IMPORT_PAGE_CACHE_KIB = 32 << 10  # SQLite's page cache while an import writes (default: 2 MiB)
-PIPELINE_DEPTH = 4  # statements made and waiting for the database (INSERT_BATCH rows each)
 # Each kind of record and the writer's method for it; a kind not here is not recreated (the
 # pulse: it is derived from the rest).
 HANDLERS = {
@@ -217,7 +214,7 @@ def write(
     try:
         identity = writer.identity(next(records), verified, name)
         with _page_cache(conn):
-            counts = _pipelined(conn, writer, records)
+            counts = writer.rest(records)
     except IntegrityError:
         # An id of the archive (a memory, a strand, a wallet...) is taken here already; the
         # transaction rolls back whole.
@@ -275,73 +272,11 @@ def _insert_of(table: Any) -> Any:
     return statement
 
 
-def _execute(conn: Connection, statement: Any, rows: list[JsonObject] | None) -> None:
-    """A batch of one table's rows through the driver's executemany (``direct.run_many``: on
-    SQLite, SQLAlchemy's per-row Python is skipped, the columns' own conversions kept), or an
-    update."""
-    if rows is None:
-        conn.execute(statement)
-    else:
-        direct.run_many(conn, statement, rows)
-
-
-class _Stopped(Exception):
-    """The writes stopped (a refusal, or a failed statement): the reading thread ends."""
-
-
-_DONE = object()
-
-
-def _pipelined(conn: Connection, writer: _Writer, records: Iterator[LifeRecord]) -> dict[str, int]:
-    """Every record after the identity, opened, decoded and made into rows on a thread of its
-    own while this one (the transaction's) writes the rows made before: the database's work
-    (SQLite's inserts and its search index, which release the GIL; PostgreSQL's round trips)
-    overlaps the decrypting and decoding. The statements go through a short queue, in order;
-    the first error on either side stops both and is raised here, so the transaction rolls
-    back whole, as when one thread did everything."""
-    statements: queue.Queue[object] = queue.Queue(PIPELINE_DEPTH)
-    stop = threading.Event()
-
-    def send(item: object) -> None:
-        while not stop.is_set():
-            try:
-                statements.put(item, timeout=0.1)
-            except queue.Full:
-                continue
-            return
-        raise _Stopped
-
-    def read() -> None:
-        try:
-            writer.rest(records, lambda statement, rows: send((statement, rows)))
-            send(_DONE)
-        except _Stopped:
-            return
-        except BaseException as exc:  # raised again by the writing thread
-            with contextlib.suppress(_Stopped):
-                send(exc)
-
-    reader = threading.Thread(target=read, name="hearth-import-reader", daemon=True)
-    reader.start()
-    try:
-        while (item := statements.get()) is not _DONE:
-            if isinstance(item, BaseException):
-                raise item
-            statement, rows = cast("tuple[Any, Any]", item)
-            _execute(conn, statement, rows)
-    finally:
-        stop.set()
-        reader.join()
-    return writer.counts
-
-
 class _Writer:
     """The rows of one import, record by record (a record is never held after its row)."""
 
     def __init__(self, conn: Connection, project_id: str, identity_id: str) -> None:
         self.conn = conn
-        # Where statements go: this connection, then (``rest``) ``_pipelined``'s queue.
-        self.send: Callable[[Any, Any], None] = self._execute
         self.project_id = project_id
         self.identity_id = identity_id
         self.counts: dict[str, int] = {}
@@ -393,10 +328,7 @@ class _Writer:
         self.name = name
         return row
 
-    def rest(
-        self, records: Iterator[LifeRecord], send: Callable[[Any, Any], None]
-    ) -> dict[str, int]:
-        self.send = send
+    def rest(self, records: Iterator[LifeRecord]) -> dict[str, int]:
         for _, kind, record in records:
             handler = getattr(self, HANDLERS.get(kind, ""), None)
             if handler is None:
@@ -411,9 +343,6 @@ class _Writer:
         self._flush()
         return self.counts
 
-    def _execute(self, statement: Any, rows: Any) -> None:
-        _execute(self.conn, statement, rows)
-
     def _insert(self, table: Any, row: JsonObject) -> None:
         """Rows of one table in a row (a data set's memories, a strand's thoughts) are sent
         together, ``INSERT_BATCH`` at a time, in the order they came (a row that another names
@@ -427,7 +356,9 @@ class _Writer:
 
     def _flush(self) -> None:
         if self.pending:
-            self.send(_insert_of(self.pending_table), self.pending)
+            # The driver's executemany (on SQLite without SQLAlchemy's per-row work, with the
+            # columns' own conversions): a tenth of the service's CPU in an import went there.
+            direct.run_many(self.conn, _insert_of(self.pending_table), self.pending)
             self.pending = []
 
     def _profile(self, record: JsonObject) -> None:
@@ -468,9 +399,8 @@ class _Writer:
             values["capabilities"] = capabilities
         if values:
             self._flush()
-            self.send(
-                identities.update().where(identities.c.id == self.identity_id).values(**values),
-                None,
+            self.conn.execute(
+                identities.update().where(identities.c.id == self.identity_id).values(**values)
             )
 
     def _expression(self, record: JsonObject) -> None:
@@ -479,11 +409,10 @@ class _Writer:
         if isinstance(declared_src, dict):
             declared = {k: declared_src.get(k) for k in declared}
         self._flush()
-        self.send(
+        self.conn.execute(
             identities.update()
             .where(identities.c.id == self.identity_id)
-            .values(expression=declared),
-            None,
+            .values(expression=declared)
         )
 
     def _memory(self, record: JsonObject) -> None:
