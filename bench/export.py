@@ -21,10 +21,11 @@ and imports included), its peak RSS from ``os.wait4``:
    keys: every block hashed, every document validated, every object opened and its records
    counted: the checks an import will run before writing anything.
 3. ``import``: ``hearth.client.export.import_export`` of that file into a fresh ``hearth
-   serve`` (its own SQLite database, started before and stopped after, not timed): the copy
-   granted to the service written to a temporary file, streamed as the request's body, and
-   the service's whole import (spooling, verification with every object opened, the key
-   proof, every record written in one transaction) until it answers. The client's peak RSS is
+   serve`` (its own SQLite database, started before and stopped after, not timed): the
+   export checked and granted to the service (new grants, index and head), sent as the
+   request's body spliced with the export's own blocks, and the service's whole import
+   (spooling, verification with every object opened, the key proof, every record written in
+   one transaction) until it answers. The client's peak RSS is
    the child's; the service's is its ``VmHWM`` after the import (reported with its RSS before
    it: what a served process holds anyway).
 4. ``hearth adds publish`` (the command) of a file holding exactly the life's JSON lines,

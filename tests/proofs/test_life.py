@@ -13,8 +13,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from hearth.adds import b64url_encode
-from hearth.adds.car import CarIndex, CarWriter
-from hearth.proofs.life import DATA_SETS, HEAD_ID, LifeReport, LifeWriter, add_reader, verify_life
+from hearth.adds.car import CarIndex, CarSplice, CarWriter
+from hearth.proofs.life import (
+    DATA_SETS,
+    HEAD_ID,
+    LifeReport,
+    LifeWriter,
+    add_reader,
+    grant_reader,
+    verify_life,
+)
 
 NOW = 1_795_000_000
 DID = "did:key:z6MkLeaver"
@@ -230,6 +238,40 @@ def test_a_reader_added_to_an_export_opens_every_object_and_the_owner_still_does
     assert [entry.manifest for entry in moved.objects] == [
         writer.objects[name].manifest for name in sorted(DATA_SETS)
     ]
+
+
+def test_an_export_spliced_with_a_readers_grants_is_a_copy_made_of_its_own_blocks() -> None:
+    # What an import sends: the new grants, index and head, then the export's data blocks read
+    # from the export itself (no copy written), read back in pieces of any size.
+    data, _ = life()
+    provider = X25519PrivateKey.from_private_bytes(bytes(range(5, 37)))
+    source = CarIndex.scan(io.BytesIO(data))
+    added = io.BytesIO()
+    car = CarWriter(added)
+    made = grant_reader(
+        source,
+        car,
+        key=ROOT,
+        box_key=BOX,
+        audience="did:web:provider.example",
+        audience_public=provider.public_key().public_bytes_raw(),
+        now=NOW + 60,
+        open_objects=False,
+    )
+    car.finish([made.head.cid])
+    spliced = CarSplice(added.getvalue(), source, made.kept)
+    whole = spliced.read()
+    assert len(whole) == spliced.size == spliced.seek(0, io.SEEK_END)
+    spliced.seek(0)
+    assert b"".join(iter(lambda: spliced.read(777), b"")) == whole
+    report = verify(whole, now=NOW + 60, box_key=provider)
+    assert report.ok, report.problems
+    assert report.root == made.head.cid
+    assert report.opened == len(DATA_SETS) + 1
+    # Every data block of the export is in it, and none of the old head's and index's.
+    blocks = CarIndex.scan(io.BytesIO(whole))
+    assert made.kept <= set(blocks)
+    assert source.roots[0] not in blocks
 
 
 def test_a_reader_is_added_only_by_the_root_key_to_a_sound_export() -> None:

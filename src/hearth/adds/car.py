@@ -20,9 +20,10 @@ the output must therefore be seekable.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_SECTION",
     "CarError",
     "CarIndex",
+    "CarSplice",
     "CarWriter",
     "SectionProblem",
     "car_header",
@@ -322,23 +324,26 @@ class CarIndex:
     """Where each block of a CAR is, after one pass that hashed every block against its CID.
 
     Only blocks that hash to their CID are indexed, so :meth:`get` returns authentic bytes
-    (it still re-checks them, since the stream may have changed since). ``problems`` lists
-    every section that is not a good block; reading stops at broken framing."""
+    (it still re-checks them, since the stream may have changed since, unless ``recheck`` is
+    off: a stream nobody else can write, such as a service's own spool of a request's body).
+    ``problems`` lists every section that is not a good block; reading stops at broken
+    framing."""
 
     stream: BinaryIO
     roots: list[str]
     locations: dict[str, tuple[int, int]] = field(default_factory=dict)
     problems: list[SectionProblem] = field(default_factory=list)
     bytes_read: int = 0
+    recheck: bool = True
 
     verifies_blocks = True
 
     @classmethod
-    def scan(cls, stream: BinaryIO) -> CarIndex:
+    def scan(cls, stream: BinaryIO, *, recheck: bool = True) -> CarIndex:
         """Read the header and every section. Raises :class:`CarError` on a broken header."""
         start = stream.tell()
         roots, offset = read_header(stream)
-        index = cls(stream=stream, roots=roots)
+        index = cls(stream=stream, roots=roots, recheck=recheck)
         offset += start
         for problem in index._sections(offset):
             index.problems.append(problem)
@@ -394,6 +399,76 @@ class CarIndex:
         at, length = self.locations[cid]
         self.stream.seek(at)
         data = self.stream.read(length)
-        if len(data) != length or cid_from_digest(hashlib.sha256(data).digest()) != cid:
+        if len(data) != length or (
+            self.recheck and cid_from_digest(hashlib.sha256(data).digest()) != cid
+        ):
             raise KeyError(cid)
         return data
+
+
+class CarSplice:
+    """A CAR read as one file, never written out: ``head`` (bytes: a header and new sections,
+    as a ``CarWriter`` wrote them into memory) followed by the sections of another CAR
+    (``source``, scanned) whose CIDs are in ``kept``, read from its stream as they are read.
+    A copy of a large CAR with a few blocks changed costs the few blocks (an import sends an
+    export so, with its new grants, index and head: ``hearth.client.export.import_export``).
+
+    Read-only and seekable, as a request body must be (its length is known up front); reading
+    moves ``source``'s stream. The kept sections go in the source's order, adjacent ones read
+    as one range; they are not hashed again here (``CarIndex.scan`` did, and their reader
+    hashes every block it is sent)."""
+
+    def __init__(self, head: bytes, source: CarIndex, kept: Iterable[str]) -> None:
+        self._stream = source.stream
+        ranges: list[list[int]] = []
+        for at, length in sorted(source.locations[cid] for cid in kept):
+            start = at - len(encode_varint(_CID_BYTES + length)) - _CID_BYTES
+            if ranges and ranges[-1][1] == start:
+                ranges[-1][1] = at + length
+            else:
+                ranges.append([start, at + length])
+        # Each part: where it starts in the splice, and either bytes or a range of the source.
+        self._parts: list[tuple[int, bytes | tuple[int, int]]] = [(0, head)]
+        size = len(head)
+        for start, end in ranges:
+            self._parts.append((size, (start, end)))
+            size += end - start
+        self._starts = [start for start, _ in self._parts]
+        self.size = size
+        self._position = 0
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = (0, self._position, self.size)[whence]
+        if base + offset < 0:
+            raise ValueError("a negative position")
+        self._position = base + offset
+        return self._position
+
+    def read(self, size: int = -1, /) -> bytes:
+        end = self.size if size < 0 else min(self.size, self._position + size)
+        out = bytearray()
+        while self._position < end:
+            number = bisect.bisect_right(self._starts, self._position) - 1
+            start, part = self._parts[number]
+            part_end = self._starts[number + 1] if number + 1 < len(self._parts) else self.size
+            take = min(end, part_end) - self._position
+            skip = self._position - start
+            if isinstance(part, bytes):
+                out += part[skip : skip + take]
+            else:
+                self._stream.seek(part[0] + skip)
+                data = self._stream.read(take)
+                if len(data) != take:
+                    raise CarError("the source CAR ended early: it changed since it was read")
+                out += data
+            self._position += take
+        return bytes(out)

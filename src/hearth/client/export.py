@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
 import json
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from hearth.adds.car import CarIndex, CarWriter
-from hearth.proofs.life import DATA_SETS, LifeReport, LifeWriter, add_reader, verify_life
+from hearth.adds.car import CarIndex, CarSplice, CarWriter
+from hearth.proofs.life import (
+    DATA_SETS,
+    LifeReport,
+    LifeWriter,
+    add_reader,
+    grant_reader,
+    verify_life,
+)
 
 from .errors import HearthError
 
@@ -312,26 +319,39 @@ def import_export(
     display_name: str | None = None,
     now: int | None = None,
 ) -> Imported:
-    """Import the export in ``source`` into ``target``'s project: the copy granted to the
-    target's X25519 key (``add_export_reader``), then the import with a fresh key proof by
-    ``keys.signing``. Memory stays bounded whatever the life's size: the copy is written block
-    by block to a temporary file (removed after) and streamed from it as the request's body."""
+    """Import the export in ``source`` (a seekable binary file) into ``target``'s project: the
+    export granted also to the target's X25519 key (``grant_reader``: a grant per object, a new
+    index and head, signed by ``keys.signing``), then the import with a fresh key proof.
+
+    No copy is made: the body is the export's own data blocks, read from ``source`` as they are
+    sent, spliced with the few new blocks (``CarSplice``), so memory stays bounded and the
+    bytes are read once. The export is checked here (every block's hash, every document and
+    signature); the objects are not opened here, since the service opens every one of them
+    before it writes anything."""
     box = target.provider_box_key()
     audience_public = base64.urlsafe_b64decode(
         box.x25519_public_key + "=" * (-len(box.x25519_public_key) % 4)
     )
-    with tempfile.TemporaryFile(prefix="hearth-import-") as copy:
-        add_export_reader(
-            source,
-            copy,
-            keys=keys,
-            audience=f"provider:{box.ed25519_public_key}",
-            audience_public=audience_public,
-            now=now,
-        )
-        return target.import_life(
-            copy,
-            root_key=keys.signing,
-            box_public=box.x25519_public_key,
-            display_name=display_name,
-        )
+    blocks = CarIndex.scan(source)
+    if blocks.problems:
+        first = blocks.problems[0]
+        raise ValueError(f"the export does not verify: {first.code}: {first.message}")
+    added = io.BytesIO()
+    car = CarWriter(added)
+    made = grant_reader(
+        blocks,
+        car,
+        key=keys.signing,
+        box_key=keys.box,
+        audience=f"provider:{box.ed25519_public_key}",
+        audience_public=audience_public,
+        now=int(time.time()) if now is None else now,
+        open_objects=False,
+    )
+    car.finish([made.head.cid])
+    return target.import_life(
+        CarSplice(added.getvalue(), blocks, made.kept),  # type: ignore[arg-type]
+        root_key=keys.signing,
+        box_public=box.x25519_public_key,
+        display_name=display_name,
+    )

@@ -54,7 +54,9 @@ __all__ = [
     "LifeProblem",
     "LifeReport",
     "LifeWriter",
+    "ReaderGrants",
     "add_reader",
+    "grant_reader",
     "object_id",
     "verify_life",
 ]
@@ -593,6 +595,70 @@ def _open_all(  # noqa: PLR0917 - one private step of verify_life, called once
 # ---- a reader added to an export ----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ReaderGrants:
+    """What ``grant_reader`` made: the new head, and the blocks of the export a copy keeps (the
+    data sets' manifests, grants and chunks; the old head and index are left behind)."""
+
+    head: SignedDocument
+    kept: frozenset[str]
+
+
+def grant_reader(
+    blocks: LifeBlocks,
+    sink: BlockSink,
+    *,
+    key: Ed25519PrivateKey,
+    box_key: X25519PrivateKey,
+    audience: str,
+    audience_public: bytes,
+    now: int,
+    open_objects: bool = True,
+) -> ReaderGrants:
+    """Grant every object of an export also to ``audience`` (its X25519 key
+    ``audience_public``: a service's provider key, for an import), writing into ``sink`` only
+    the new blocks: a grant per object, a new index object (granted to both) and a head one
+    sequence higher whose parent is the export's head, signed by ``key``. The export's data
+    blocks are unchanged (a grant wraps an object's content key, not its data), so a copy is
+    ``kept`` plus these (``add_reader``), and an import can send them spliced from the export
+    itself, with no copy made (``hearth.client.export.import_export``).
+
+    The owner's keys are needed: ``box_key`` opens each object's owner grant to recover its
+    content key, ``key`` (the root key the export is signed by) signs the rest. The export is
+    verified first (every document, signature and block); with ``open_objects`` every object
+    is also opened with ``box_key``. An importing service opens every object itself, so the
+    import skips that here. A ``ValueError`` names the problems when the export does not hold,
+    or when ``key`` is not its root key."""
+    report = verify_life(blocks, now=now, box_key=box_key if open_objects else None)
+    if not report.ok or report.index is None or report.root is None:
+        problems = "; ".join(f"{p.code}: {p.message}" for p in report.problems[:5])
+        raise ValueError(f"the export does not verify: {problems}")
+    root_key = b64url_encode(key.public_key().public_bytes_raw())
+    if root_key != report.root_public_key:
+        raise ValueError("the key given is not the export's root key")
+    index = report.index
+    head = parse_document(blocks.get(report.root))
+    owner_box = box_key.public_key().public_bytes_raw()
+    writer = LifeWriter(sink, key=key, did=str(report.did), box_public=owner_box, exported_at=now)
+    mine = b64url_encode(owner_box)
+    kept: set[str] = set()
+    for entry in report.objects:
+        manifest = parse_document(blocks.get(entry.manifest))
+        owners = [parse_document(blocks.get(g)) for g in entry.grants]
+        owner = next(g for g in owners if g["audience_x25519_public_key"] == mine)
+        content_key = unwrap_grant(owner, manifest, box_key, now=now)
+        added = writer.grant(entry.name, manifest, content_key, audience, audience_public)
+        writer.objects[entry.name] = LifeObject(
+            entry.name, entry.manifest, (*entry.grants, added.cid), entry.records, entry.size
+        )
+        kept.update((entry.manifest, *entry.grants))
+        kept.update(chunk["cid"] for chunk in manifest["chunks"])
+    writer.audiences.append((audience, audience_public))
+    facts: dict[str, Any] = {k: index[k] for k in ("identity_id", "service") if k in index}
+    new_head = writer.finish(facts, sequence=head["sequence"] + 1, parents=[report.root])
+    return ReaderGrants(new_head, frozenset(kept))
+
+
 def add_reader(
     blocks: LifeBlocks,
     sink: BlockSink,
@@ -603,48 +669,21 @@ def add_reader(
     audience_public: bytes,
     now: int,
 ) -> SignedDocument:
-    """Copy an export into ``sink`` with every object also granted to ``audience`` (its X25519
-    key ``audience_public``: a service's provider key, for an import), and return the new head.
-
-    The owner's keys are needed: ``box_key`` opens each object's owner grant to recover its
-    content key, ``key`` (the root key the export is signed by) signs the new grants, a new
-    index object and a head one sequence higher whose parent is the export's head. The export
-    is verified first, with ``box_key``; a ``ValueError`` names its problems when it does not
-    hold, or when ``key`` is not its root key. Blocks are copied one at a time, in the order
-    the source gives them; the old head and index are left behind (the new head supersedes
-    them, and a block the new index does not name would make the copy fail verification)."""
-    report = verify_life(blocks, now=now, box_key=box_key)
-    if not report.ok or report.index is None or report.root is None:
-        problems = "; ".join(f"{p.code}: {p.message}" for p in report.problems[:5])
-        raise ValueError(f"the export does not verify: {problems}")
-    root_key = b64url_encode(key.public_key().public_bytes_raw())
-    if root_key != report.root_public_key:
-        raise ValueError("the key given is not the export's root key")
-    index = report.index
-    head = parse_document(blocks.get(report.root))
-    old_index = head["manifest_cid"]
-    owner_box = box_key.public_key().public_bytes_raw()
-    writer = LifeWriter(sink, key=key, did=str(report.did), box_public=owner_box, exported_at=now)
-    listed = {entry.name: entry for entry in report.objects}
-    dropped = {report.root, old_index}
-    old_manifest = parse_document(blocks.get(old_index))
-    dropped.update(chunk["cid"] for chunk in old_manifest["chunks"])
+    """Copy an export into ``sink`` with every object also granted to ``audience`` and return
+    the new head (``grant_reader``, every object opened first). The kept blocks are copied
+    one at a time, in the order the source gives them; the old head and index are left behind
+    (the new head supersedes them, and a block the new index does not name would make the copy
+    fail verification)."""
+    made = grant_reader(
+        blocks,
+        sink,
+        key=key,
+        box_key=box_key,
+        audience=audience,
+        audience_public=audience_public,
+        now=now,
+    )
     for cid in blocks:
-        if cid in dropped:
-            continue
-        grant = _index_grant(blocks.get(cid), old_index)
-        if grant is None:
+        if cid in made.kept:
             sink.put(cid, blocks.get(cid))
-    mine = b64url_encode(owner_box)
-    for name, entry in listed.items():
-        manifest = parse_document(blocks.get(entry.manifest))
-        owners = [parse_document(blocks.get(g)) for g in entry.grants]
-        owner = next(g for g in owners if g["audience_x25519_public_key"] == mine)
-        content_key = unwrap_grant(owner, manifest, box_key, now=now)
-        added = writer.grant(name, manifest, content_key, audience, audience_public)
-        writer.objects[name] = LifeObject(
-            name, entry.manifest, (*entry.grants, added.cid), entry.records, entry.size
-        )
-    writer.audiences.append((audience, audience_public))
-    facts: dict[str, Any] = {k: index[k] for k in ("identity_id", "service") if k in index}
-    return writer.finish(facts, sequence=head["sequence"] + 1, parents=[report.root])
+    return made.head

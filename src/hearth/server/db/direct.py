@@ -13,7 +13,7 @@ events and ``echo`` logging, so keep ``run`` to the hot paths' plain writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -49,13 +49,43 @@ def run(conn: Connection, statement: Executable, params: Mapping[str, Any]) -> i
     """Execute an INSERT, UPDATE or DELETE; returns the number of rows it touched."""
     if conn.dialect.name != "sqlite":
         return int(conn.execute(statement, params).rowcount)
+    sql, order = _prepared(conn, statement, tuple(params))
+    values = _values(order, params)
+    return int(_driver(conn, sql, values, lambda driver: driver.execute(sql, values)).rowcount)
+
+
+def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str, Any]]) -> None:
+    """``run`` for many parameter sets with the same keys, in one executemany (a bulk insert:
+    an import's rows). Keep ``statement`` a long-lived object, as ``run``'s are: plans are
+    cached by it."""
+    if conn.dialect.name != "sqlite":
+        conn.execute(statement, list(rows))
+        return
+    start = 0
+    while start < len(rows):
+        # One executemany per run of rows with the same keys (the same compiled statement).
+        keys = tuple(rows[start])
+        end = start + 1
+        while end < len(rows) and tuple(rows[end]) == keys:
+            end += 1
+        sql, order = _prepared(conn, statement, keys)
+        values = [_values(order, params) for params in rows[start:end]]
+        _driver(conn, sql, values, lambda driver: driver.executemany(sql, values))  # noqa: B023 - called at once
+        start = end
+
+
+def _prepared(conn: Connection, statement: Executable, keys: tuple[str, ...]) -> _Plan:
     writes.note(conn, statement)  # SQLAlchemy's events, which note the others, are bypassed
-    keys = tuple(params)
     plan = _plans.get((statement, keys))
     if plan is None:
         plan = _plans[(statement, keys)] = _plan(conn, statement, keys)
-    sql, order = plan
-    values = [
+    return plan
+
+
+def _values(
+    order: tuple[tuple[str, Callable[[Any], Any] | None, Any], ...], params: Mapping[str, Any]
+) -> list[Any]:
+    return [
         fixed
         if fixed is not _Missing
         else params[name]
@@ -63,15 +93,18 @@ def run(conn: Connection, statement: Executable, params: Mapping[str, Any]) -> i
         else process(params[name])
         for name, process, fixed in order
     ]
+
+
+def _driver(conn: Connection, sql: str, values: Any, call: Callable[[Any], Any]) -> Any:
+    """``call(the sqlite3 connection)``, its driver errors wrapped as SQLAlchemy wraps them."""
     driver = conn.connection.dbapi_connection
     assert driver is not None
     try:
-        cursor = driver.execute(sql, values)
+        return call(driver)
     except conn.dialect.loaded_dbapi.Error as exc:
         raise DBAPIError.instance(
             sql, values, exc, conn.dialect.loaded_dbapi.Error, dialect=conn.dialect
         ) from exc
-    return int(cursor.rowcount)
 
 
 @contextmanager
@@ -97,4 +130,4 @@ def _plain(conn: Connection) -> Callable[[str], Any]:
     return conn.exec_driver_sql
 
 
-__all__ = ["run", "savepoint"]
+__all__ = ["run", "run_many", "savepoint"]
