@@ -503,15 +503,13 @@ LARGE_THOUGHTS = 230  # more than two pages of its thought listing (100 a page)
 SMALL_CHUNK = 16 << 10  # so that each large data set spans several chunks
 
 
-def test_a_large_life_round_trips_across_chunks_and_pages(
-    moved: Moved, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+# Once, into SQLite (the module's SQLite services): see the docstring.
+@pytest.mark.parametrize("moved", ["sqlite"], indirect=True)
+def test_a_large_life_round_trips_across_chunks_and_pages(moved: Moved, tmp_path: Path) -> None:
     """Many memories and thoughts, exported in small chunks, imported through the async client
     from a file (the streamed body): every record is there, the thoughts open, and the
     identity's language and visibility came along. Once, into SQLite: the writes are the same
     code on PostgreSQL, which the rich life above covers, and the suite is near its limit."""
-    if request.node.callspec.params["moved"] != "sqlite":
-        pytest.skip("run once, into SQLite")
     keys = new_identity().keys
     with HearthClient(moved.old.base_url) as old:
         me = old.register(
