@@ -571,6 +571,20 @@ def test_the_shortcut_ranks_as_the_full_ranking(
     seen_attested: list[bool] = []
     in_db(url, compare, write=False)
     assert any(seen_attested)
+
+    # One candidate can never prove a page of several: every search misses. The first miss
+    # is remembered; the second in a row sends the next 16 searches to the full ranking.
+    monkeypatch.setattr(memory_search, "TOP_FIRST", 1)
+
+    def misses(conn: sa.Connection) -> list[int]:
+        memory_search._skipping.clear()
+        states = []
+        for _ in range(3):
+            memory_search.search(conn, project_id, "w1", limit=5, now=now)
+            states.append(memory_search._skipping[project_id])
+        return states
+
+    assert in_db(url, misses, write=False) == [-1, 16, 15]
     # Half the calls are the full ranking's (a filter: the shortcut declines at once); of the
     # others, most were answered by the shortcut, and held.
     assert answered.count(True) > 50
