@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hearth.server.db import Database, search_index
 from hearth.server.db.engine import utcnow
 from hearth.server.db.migrate import upgrade
-from hearth.server.db.tables import memories, projects
+from hearth.server.db.tables import memories, memory_attestations, projects
 from hearth.server.errors import ProblemsError
 from hearth.server.memory_tiers import TIERS
 from hearth.server.services import cursors, memory_search
@@ -512,6 +512,25 @@ def test_the_shortcut_ranks_as_the_full_ranking(
             owner = project_id if i % 7 else other
             rows.append(_row(owner, rng.choice(TIERS), " ".join(words), made))
         conn.execute(memories.insert(), rows)
+        # Attestations on some witnessed memories: the page reads whether a memory has any
+        # beside it, and looks them up only then.
+        attested = [r for r in rows if r["tier"] == "constitutive"][::3]
+        conn.execute(
+            memory_attestations.insert(),
+            [
+                {
+                    "id": str(uuid.uuid4()),
+                    "memory_id": r["id"],
+                    "position": 0,
+                    "attester_did": "did:example:witness",
+                    "signing_key_id": "key-1",
+                    "public_key": "A" * 43,
+                    "signature": "B" * 86,
+                    "created_at": now,
+                }
+                for r in attested
+            ],
+        )
         return project_id
 
     project_id = in_db(url, seed)
@@ -539,8 +558,33 @@ def test_the_shortcut_ranks_as_the_full_ranking(
                 conn, project_id, q, cursor=cursor, limit=limit, now=now, since=long_ago
             )
             assert fast.body() == full.body(), (q, offset, limit)
+            for item in fast.items:
+                memory = item["memory"]
+                expected = conn.execute(
+                    sa.select(sa.func.count()).where(
+                        memory_attestations.c.memory_id == memory["id"]
+                    )
+                ).scalar_one()
+                assert len(memory["attestations"]) == expected
+                seen_attested.append(expected > 0)
 
+    seen_attested: list[bool] = []
     in_db(url, compare, write=False)
+    assert any(seen_attested)
+
+    # One candidate can never prove a page of several: every search misses. The first miss
+    # is remembered; the second in a row sends the next 16 searches to the full ranking.
+    monkeypatch.setattr(memory_search, "TOP_FIRST", 1)
+
+    def misses(conn: sa.Connection) -> list[int]:
+        memory_search._skipping.clear()
+        states = []
+        for _ in range(3):
+            memory_search.search(conn, project_id, "w1", limit=5, now=now)
+            states.append(memory_search._skipping[project_id])
+        return states
+
+    assert in_db(url, misses, write=False) == [-1, 16, 15]
     # Half the calls are the full ranking's (a filter: the shortcut declines at once); of the
     # others, most were answered by the shortcut, and held.
     assert answered.count(True) > 50
