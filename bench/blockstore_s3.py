@@ -14,12 +14,12 @@ Each round runs two child processes, so that each one's peak RSS (its VmHWM) is 
    "open" is ``OpenedObject.into`` a target that keeps nothing (``hearth adds open -o``'s
    path, each thread decrypting into a buffer of its own, less the file's writes), then
    "iterated" the same object read by iterating (a new ``bytes`` for each chunk's plaintext);
-   Both with the CLI's default workers: publish seals in 4 threads and PUTs from one, in
-   order; open asks for 2 workers, and the S3 store's ``reads_in_flight`` raises that to 6
+   Both with the CLI's default workers: publish seals in 4 threads, each uploading the block
+   it sealed (``S3BlockStore.batch``); open asks for 2 workers, and the S3 store's ``reads_in_flight`` raises that to 6
    threads for 1 MiB chunks (``hearth.adds.open_threads``), each fetching, verifying and
    decrypting one chunk at a time, the chunks delivered in order;
-2. plain: the same number of objects of the same sizes (chunk size + the 16-byte tag) PUT one
-   at a time, as publish does, then GET with as many in flight as open has threads (6), with
+2. plain: the same number of objects of the same sizes (chunk size + the 16-byte tag) PUT with
+   as many in flight as publish has sealing threads (4), then GET with as many in flight as open has threads (6), with
    the same client (obstore, the store's own), each object's bytes dropped once received;
    then the same GETs each hashed with SHA-256 in its thread: the plain client's rate with
    nothing but the CID check on read, which the store must do (goal or not, the floor).
@@ -146,10 +146,18 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
     prefix = spec["url"].split("/", 3)[3]
     blocks = [min(chunk, size - at) + TAG for at in range(0, size, chunk)]
     buffer = os.urandom(chunk + TAG)
+
+    def upload(index: int) -> None:
+        obstore.put(raw, f"{prefix}/{index}", buffer[: length_of[index]])
+
+    length_of = dict(enumerate(blocks))
     cpu = time.process_time()
     started = time.perf_counter()
-    for index, length in enumerate(blocks):
-        obstore.put(raw, f"{prefix}/{index}", buffer[:length])
+    # As many PUTs in flight as publish has sealing threads (each uploads what it sealed,
+    # S3BlockStore.batch).
+    with ThreadPoolExecutor(PUBLISH_WORKERS) as pool:
+        for _ in pool.map(upload, range(len(blocks))):
+            pass
     wrote = time.perf_counter() - started
     wrote_cpu = time.process_time() - cpu
     figures = {"put": wrote, "put_cpu": wrote_cpu}

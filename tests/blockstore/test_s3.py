@@ -13,7 +13,13 @@ from obstore.store import S3Store
 from typer.testing import CliRunner, Result
 
 from hearth.adds import cid_for_bytes
-from hearth.adds.objects import READ_AHEAD_BYTES, open_object, open_threads, publish
+from hearth.adds.objects import (
+    READ_AHEAD_BYTES,
+    HashedBlock,
+    open_object,
+    open_threads,
+    publish,
+)
 from hearth.blockstore import BlockCorrupt, BlockNotFound, BlockStoreError, InvalidCid
 from hearth.blockstore.open import open_block_store
 from hearth.blockstore.s3 import S3BlockStore, parse_s3_url
@@ -87,6 +93,42 @@ def test_publish_and_open_through_s3(store: S3BlockStore) -> None:
     assert open_threads(store, 2, READ_AHEAD_BYTES // 4) == 4
     assert open_threads(store, 2, 16 * 1024 * 1024) == 2
     assert open_threads(store, 12, 1024) == 12
+
+
+def test_publish_uploads_from_its_sealing_threads_through_a_batch(s3: SeaweedS3) -> None:
+    """With several workers publish hands the store HashedBlocks through its batch: each
+    sealing thread uploads what it sealed; every chunk is stored and the object opens."""
+    store = S3BlockStore(f"s3://{s3.bucket}/batched", config=s3.config())
+    data = os.urandom(5 * 256 * 1024 + 7)
+    published = publish(
+        data,
+        store,
+        key=SIGNING[ALICE],
+        publisher_id=ALICE,
+        object_id="s3-batched",
+        created_at=NOW,
+        chunk_size=256 * 1024,
+        workers=3,
+    )
+    chunks = {chunk["cid"] for chunk in published.manifest.document["chunks"]}
+    assert len(chunks) == 6
+    assert set(store.cids()) == chunks
+    opened = open_object(published.manifest, grant_for(published), BOXES[BOB], store, now=NOW)
+    assert b"".join(opened) == data
+
+
+def test_a_batch_takes_hashed_blocks_only_and_replaces_a_damaged_copy(s3: SeaweedS3) -> None:
+    store = S3BlockStore(f"s3://{s3.bucket}/batch", config=s3.config())
+    block = HashedBlock.of(b"a sealed block")
+    raw = S3Store(s3.bucket, **s3.config(), client_options={"allow_http": True})
+    obstore.put(raw, f"batch/{block.cid}", b"a sealed bloc!")  # damaged by something else
+    batch = store.batch()
+    with pytest.raises(TypeError):
+        batch.add(b"bytes named by nobody")  # type: ignore[arg-type]
+    batch.add(block)
+    batch.add(block)  # held intact now: a no-op
+    batch.commit()
+    assert store.get(block.cid) == b"a sealed block"
 
 
 def test_open_block_store_takes_an_s3_url(s3: SeaweedS3, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,10 +31,11 @@ from obstore.exceptions import AlreadyExistsError, BaseError, NotFoundError, Pre
 from obstore.store import S3Store
 
 from hearth.adds.cid import CANONICAL_CID_PATTERN, cid_for_bytes
+from hearth.adds.objects import HashedBlock
 
 from .base import BlockCorrupt, BlockNotFound, BlockStoreError, check_block, check_cid
 
-__all__ = ["S3BlockStore", "parse_s3_url"]
+__all__ = ["S3Batch", "S3BlockStore", "parse_s3_url"]
 
 # A bounded wait: an unreachable store must fail an upload in seconds, not hang it.
 _CLIENT_OPTIONS: dict[str, Any] = {"connect_timeout": "5s", "timeout": "60s"}
@@ -89,6 +90,20 @@ class S3BlockStore:
     def put(self, cid: str, data: bytes) -> None:
         key = self._key(cid)
         check_block(cid, data)
+        self._write(key, cid, data)
+
+    def batch(self) -> S3Batch:
+        """A batch of blocks hashed by their writer (``HashedBlock``): what
+        ``hearth.adds.publish`` uses, so that its sealing threads upload the blocks they seal,
+        several PUTs in flight, with no second hash. Bytes named by anyone else go through
+        ``put``, which hashes them."""
+        if self._closed:
+            raise BlockStoreError(f"the block store {self.url} is closed")
+        return S3Batch(self)
+
+    def _write(self, key: str, cid: str, data: bytes | memoryview) -> None:
+        """Store ``data``, known to hash to ``cid``, under ``key`` without overwriting an
+        intact copy (a conditional PUT; a damaged copy found there is replaced)."""
         try:
             obstore.put(self._store, key, data, mode="create")
             return
@@ -196,3 +211,26 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
     # default (10 retries over up to 3 minutes) would hang an upload on a store that is down.
     out.setdefault("retry_config", {"max_retries": 3, "retry_timeout": timedelta(seconds=15)})
     return out
+
+
+class S3Batch:
+    """``hearth.adds.BlockBatch`` on an object store: each ``add`` is one PUT from the calling
+    thread (``publish``'s sealing threads, so several are in flight), of a ``HashedBlock``
+    whose CID was computed from these very bytes, so it is not hashed again. An S3 PUT is
+    atomic: a block is visible once complete and never before, so ``commit`` has nothing left
+    to do, and ``abort`` leaves the blocks already stored (whole, valid blocks, as the local
+    stores leave the blocks a batch renamed into place before a failure)."""
+
+    def __init__(self, store: S3BlockStore) -> None:
+        self._store = store
+
+    def add(self, block: HashedBlock) -> None:
+        if not isinstance(block, HashedBlock):
+            raise TypeError("a batch takes HashedBlocks; other bytes go through put")
+        self._store._write(self._store._key(block.cid), block.cid, block.data)
+
+    def commit(self) -> None:
+        return None
+
+    def abort(self) -> None:
+        return None
