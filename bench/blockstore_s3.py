@@ -8,20 +8,20 @@ rounds (default 3; the median counts). It starts its own SeaweedFS (``weed mini`
 It is a measurement, not a test: it exits 0 whether or not the goals are met.
 
 Each round runs two child processes, so that each one's peak RSS (its VmHWM) is its own:
-1. hearth: ``hearth.adds.publish`` of a file of random bytes into an ``S3BlockStore`` (each
-   block hashed, sealed, and PUT with ``If-None-Match: *``), then ``open_object`` of it from
-   the store (each block fetched, hashed against its CID, decrypted), the plaintext dropped:
-   "open" is ``OpenedObject.into`` a target that keeps nothing (``hearth adds open -o``'s
-   path, each thread decrypting into a buffer of its own, less the file's writes), then
-   "iterated" the same object read by iterating (a new ``bytes`` for each chunk's plaintext);
-   Both with the CLI's default workers: publish seals in 4 threads, each uploading the block
-   it sealed (``S3BlockStore.batch``); open asks for 2 workers, and the S3 store's ``reads_in_flight`` raises that to 6
-   threads for 1 MiB chunks (``hearth.adds.open_threads``), each fetching, verifying and
-   decrypting one chunk at a time, the chunks delivered in order;
-2. plain: the same number of objects of the same sizes (chunk size + the 16-byte tag) PUT with
-   as many in flight as publish has sealing threads (4), then GET with as many in flight as open has threads (6), with
-   the same client (obstore, the store's own), each object's bytes dropped once received;
-   then the same GETs each hashed with SHA-256 in its thread: the plain client's rate with
+1. hearth: ``hearth.adds.publish`` of a file of random bytes into an ``S3BlockStore`` (each block
+   hashed, sealed, and PUT with ``If-None-Match: *``), then ``open_object`` of it from the store
+   (each block fetched, hashed against its CID, decrypted), the plaintext dropped: "open" is
+   ``OpenedObject.into`` a target that keeps nothing (``hearth adds open -o``'s path, each thread
+   decrypting into a buffer of its own, less the file's writes), then "iterated" the same object
+   read by iterating (a new ``bytes`` for each chunk's plaintext). Both with the CLI's default
+   workers: publish seals in 4 threads, each uploading the block it sealed (``S3BlockStore.batch``);
+   open asks for 2 workers, and the S3 store's ``reads_in_flight`` raises that to 6 threads for 1
+   MiB chunks (``hearth.adds.open_threads``), each fetching, verifying and decrypting one chunk at a
+   time, the chunks delivered in order;
+2. plain: the same number of objects of the same sizes (chunk size + the 16-byte tag) PUT with as
+   many in flight as publish has sealing threads (4), then GET with as many in flight as open has
+   threads (6), with the same client (obstore, the store's own), each object's bytes dropped once
+   received; then the same GETs each hashed with SHA-256 in its thread: the plain client's rate with
    nothing but the CID check on read, which the store must do (goal or not, the floor).
 The ratios are hearth's MB/s over the plain client's (goal: at least 0.8), and the peak RSS of
 the hearth child (goal: under 100 MB), beside that of an idle child that imports the same
