@@ -26,7 +26,9 @@ Each round runs two child processes, so that each one's peak RSS (its VmHWM) is 
 The ratios are hearth's MB/s over the plain client's (goal: at least 0.8), and the peak RSS of
 the hearth child (goal: under 100 MB), beside that of an idle child that imports the same
 modules and makes the same client, and does nothing. Each child's CPU time per MB is printed
-too (with SeaweedFS's), a figure the machine's other load does not move as much.
+too, and SeaweedFS's in each phase (from its /proc times), figures the machine's other load does
+not move as much; with ``--pin`` the plain GETs are bound by SeaweedFS's CPU per MB and open by
+its own client's, so their quotient is the most open / GET can reach in that round.
 
 Where the object store runs: by default SeaweedFS and the children share every CPU, so every
 CPU-second the client spends hashing and decrypting is one the server does not have. ``--pin``
@@ -101,6 +103,30 @@ class Discard:
         pass
 
 
+def cpu_seconds_of(pid: int) -> float:
+    """The CPU time (user + system, all its threads) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Phase:
+    """Wall, this process's CPU and SeaweedFS's CPU (seconds) over one phase, put in ``into``
+    under ``name``, ``name_cpu`` and ``name_server``."""
+
+    def __init__(self, into: dict[str, float], name: str, server_pid: int) -> None:
+        self._into, self._name, self._pid = into, name, server_pid
+
+    def __enter__(self) -> None:
+        self._server = cpu_seconds_of(self._pid)
+        self._cpu = time.process_time()
+        self._started = time.perf_counter()
+
+    def __exit__(self, *_: object) -> None:
+        self._into[self._name] = time.perf_counter() - self._started
+        self._into[self._name + "_cpu"] = time.process_time() - self._cpu
+        self._into[self._name + "_server"] = cpu_seconds_of(self._pid) - self._server
+
+
 def child(spec: dict[str, Any]) -> dict[str, float]:
     """One measurement in this (child) process; seconds of each phase."""
     store = S3BlockStore(spec["url"], config=spec["config"])
@@ -108,10 +134,10 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
     if spec["kind"] == "idle":  # the same imports and client, and nothing done
         list(store.cids())
         return {"put": 1.0, "get": 1.0}
+    server = spec["server_pid"]
+    figures: dict[str, float] = {}
     if spec["kind"] == "hearth":
-        cpu = time.process_time()
-        started = time.perf_counter()
-        with open(spec["input"], "rb") as source:
+        with Phase(figures, "put", server), open(spec["input"], "rb") as source:
             published = publish(
                 source,
                 store,
@@ -122,22 +148,16 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
                 chunk_size=chunk,
                 workers=PUBLISH_WORKERS,
             )
-        wrote = time.perf_counter() - started
-        wrote_cpu = time.process_time() - cpu
         grant = grant_for(published)
-        figures = {"put": wrote, "put_cpu": wrote_cpu}
         for phase in ("get", "iter"):
-            cpu = time.process_time()
-            started = time.perf_counter()
-            opened = open_object(
-                published.manifest, grant, BOXES[BOB], store, now=NOW, workers=OPEN_WORKERS
-            )
-            assert opened.threads == open_threads(store, OPEN_WORKERS, chunk)
-            # "get": as hearth adds open -o does, less the file's writes; "iter": a new
-            # bytes object for each chunk's plaintext.
-            seen = opened.into(Discard()) if phase == "get" else sum(map(len, opened))
-            figures[phase] = time.perf_counter() - started
-            figures[phase + "_cpu"] = time.process_time() - cpu
+            with Phase(figures, phase, server):
+                opened = open_object(
+                    published.manifest, grant, BOXES[BOB], store, now=NOW, workers=OPEN_WORKERS
+                )
+                assert opened.threads == open_threads(store, OPEN_WORKERS, chunk)
+                # "get": as hearth adds open -o does, less the file's writes; "iter": a new
+                # bytes object for each chunk's plaintext.
+                seen = opened.into(Discard()) if phase == "get" else sum(map(len, opened))
             assert seen == size
         return figures
     import obstore  # noqa: PLC0415 - the plain client, as the store uses it
@@ -151,16 +171,11 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
         obstore.put(raw, f"{prefix}/{index}", buffer[: length_of[index]])
 
     length_of = dict(enumerate(blocks))
-    cpu = time.process_time()
-    started = time.perf_counter()
     # As many PUTs in flight as publish has sealing threads (each uploads what it sealed,
     # S3BlockStore.batch).
-    with ThreadPoolExecutor(PUBLISH_WORKERS) as pool:
+    with Phase(figures, "put", server), ThreadPoolExecutor(PUBLISH_WORKERS) as pool:
         for _ in pool.map(upload, range(len(blocks))):
             pass
-    wrote = time.perf_counter() - started
-    wrote_cpu = time.process_time() - cpu
-    figures = {"put": wrote, "put_cpu": wrote_cpu}
     in_flight = open_threads(store, OPEN_WORKERS, chunk)
 
     def fetch(index: int) -> object:
@@ -170,13 +185,10 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
         return hashlib.sha256(fetch(index)).digest()
 
     for phase, one in (("get", fetch), ("iter", fetch_and_hash)):
-        cpu = time.process_time()
-        started = time.perf_counter()
-        with ThreadPoolExecutor(in_flight) as pool:  # as many GETs in flight as open has
+        # as many GETs in flight as open has threads
+        with Phase(figures, phase, server), ThreadPoolExecutor(in_flight) as pool:
             for _ in pool.map(one, range(len(blocks))):
                 pass
-        figures[phase] = time.perf_counter() - started
-        figures[phase + "_cpu"] = time.process_time() - cpu
     return figures
 
 
@@ -239,6 +251,7 @@ def main() -> int:
         names = ("hp", "hg", "hi", "pp", "pg", "pi")
         figures: dict[str, list[float]] = {name: [] for name in names}
         cpu_ms: dict[str, list[float]] = {name: [] for name in names}
+        server_ms: dict[str, list[float]] = {name: [] for name in names}
         rss: dict[str, list[float]] = {"hearth": [], "plain": [], "idle": []}
         with seaweedfs(Path(work) / "seaweedfs", cpus=server_cpus) as s3:
             idle = {"kind": "idle", "url": f"s3://{s3.bucket}/idle", "config": s3.config()}
@@ -255,6 +268,7 @@ def main() -> int:
                         "size": args.size,
                         "chunk": args.chunk_size,
                         "input": str(source),
+                        "server_pid": s3.process.pid,
                     }
                     times, peak = run_child(spec, client_cpus)
                     rss[kind].append(peak)
@@ -264,6 +278,8 @@ def main() -> int:
                             figures[key + letter].append(args.size / times[phase] / 1e6)
                             cpu = times[phase + "_cpu"] * 1e3 / (args.size / 1e6)
                             cpu_ms[key + letter].append(cpu)
+                            server = times[phase + "_server"] * 1e3 / (args.size / 1e6)
+                            server_ms[key + letter].append(server)
     median = {name: statistics.median(values) for name, values in figures.items()}
     publish_ratio, open_ratio = median["hp"] / median["pp"], median["hg"] / median["pg"]
     iterated_ratio = median["hi"] / median["pg"]
@@ -285,6 +301,18 @@ def main() -> int:
         f" open {cpu['hg']:.2f}, iterated {cpu['hi']:.2f}, plain GET {cpu['pg']:.2f},"
         f" hashed {cpu['pi']:.2f}"
     )
+    server = {name: statistics.median(values) for name, values in server_ms.items()}
+    print(
+        f"SeaweedFS CPU ms per MB: publish {server['hp']:.2f}, plain PUT {server['pp']:.2f},"
+        f" open {server['hg']:.2f}, iterated {server['hi']:.2f}, plain GET {server['pg']:.2f},"
+        f" hashed {server['pi']:.2f}"
+    )
+    # Open is bound by the client's CPU per MB where the plain GETs are bound by the server's:
+    # with each side on one core, open / GET can reach about (server's ms per MB of the plain
+    # GETs) / (client's ms per MB of open), whatever the pipelining.
+    print("  open's CPU-bound ceiling, server's ms per plain GET MB / open's client ms per MB:")
+    rounds = zip(server_ms["pg"], cpu_ms["hg"], strict=True)
+    print(f"  {', '.join(f'{s / c:.2f}' for s, c in rounds)} (each round)")
     ratios = (
         ("publish/PUT", publish_ratio),
         ("open/GET", open_ratio),
