@@ -307,12 +307,13 @@ def main() -> int:
         f" open {server['hg']:.2f}, iterated {server['hi']:.2f}, plain GET {server['pg']:.2f},"
         f" hashed {server['pi']:.2f}"
     )
-    # Open is bound by the client's CPU per MB where the plain GETs are bound by the server's:
-    # with each side on one core, open / GET can reach about (server's ms per MB of the plain
-    # GETs) / (client's ms per MB of open), whatever the pipelining.
-    print("  open's CPU-bound ceiling, server's ms per plain GET MB / open's client ms per MB:")
-    rounds = zip(server_ms["pg"], cpu_ms["hg"], strict=True)
-    print(f"  {', '.join(f'{s / c:.2f}' for s, c in rounds)} (each round)")
+    if pinned:
+        # Open is bound by the client's CPU per MB where the plain GETs are bound by the
+        # server's: with each side on a core of its own, open / GET can reach about (server's
+        # ms per MB of the plain GETs) / (client's ms per MB of open), whatever the pipelining.
+        print("  open's CPU-bound ceiling, server's ms per plain GET MB / open's client ms per MB:")
+        rounds = zip(server_ms["pg"], cpu_ms["hg"], strict=True)
+        print(f"  {', '.join(f'{s / c:.2f}' for s, c in rounds)} (each round)")
     ratios = (
         ("publish/PUT", publish_ratio),
         ("open/GET", open_ratio),
