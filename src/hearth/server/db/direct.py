@@ -62,8 +62,9 @@ def run(conn: Connection, statement: Executable, params: Mapping[str, Any]) -> i
 
 
 def select_rows(conn: Connection, statement: Any, params: Mapping[str, Any]) -> list[Any]:
-    """Execute a SELECT (a long-lived statement object, as ``run``'s): its rows as Core would
-    give them, read by column key (``row.id``) or position (``row[:3]``)."""
+    """Execute a SELECT (a long-lived statement object, as ``run``'s, selecting each column
+    once: Core renders a repeated column once): its rows as Core would give them, read by
+    column key (``row.id``) or position (``row[:3]``)."""
     if conn.dialect.name != "sqlite":
         return list(conn.execute(statement, params).all())
     sql, order = _prepared(conn, statement, tuple(params))
