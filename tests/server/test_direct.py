@@ -22,13 +22,14 @@ from sqlalchemy import (
     String,
     Table,
     bindparam,
+    func,
     select,
     update,
 )
 from sqlalchemy.exc import IntegrityError
 
 from hearth.server.db import Database
-from hearth.server.db.direct import run, savepoint
+from hearth.server.db.direct import run, savepoint, select_rows
 from tests.support.databases import fresh_postgres_database
 
 meta = MetaData()
@@ -143,3 +144,35 @@ def test_a_savepoint_undoes_only_its_own_writes(kind: str, tmp_path: Path) -> No
     outcome, stored = transactions(kind, tmp_path, write, rows)
     assert outcome is None
     assert [r[0] for r in stored] == ["after", "kept"]
+
+
+# A read as the searches run one: the table's typed columns, a label, an aggregate, a bound
+# parameter in the WHERE clause and a literal bound by the statement itself (the 1).
+PICK = (
+    select(things, (things.c.n + 1).label("next"), func.count().over().label("total"))
+    .where(things.c.at <= bindparam("until"), things.c.n >= bindparam("least"))
+    .order_by(things.c.id)
+)
+
+
+@KINDS
+def test_select_rows_gives_what_core_gives(kind: str, tmp_path: Path) -> None:
+    def read(conn: Connection) -> tuple[list[Any], list[Any]]:
+        conn.execute(INSERT, {"id": "a", "n": 1, "at": WHEN, "doc": {"k": [1, "x"]}})
+        conn.execute(INSERT, {"id": "b", "n": 2, "at": WHEN, "doc": None, "note": "é"})
+        conn.execute(INSERT, {"id": "c", "n": 0, "at": WHEN, "doc": None})
+        params = {"until": WHEN, "least": 1}
+        return select_rows(conn, PICK, params), conn.execute(PICK, params).all()
+
+    ((direct_rows, core_rows),) = transactions(kind, tmp_path, read)
+    assert [tuple(r) for r in direct_rows] == [tuple(r) for r in core_rows]
+    first = direct_rows[0]
+    assert (first.id, first.at, first.doc, first.next, first.total) == (
+        "a",
+        WHEN,
+        {"k": [1, "x"]},
+        2,
+        2,
+    )
+    assert first[:2] == ("a", 1)
+    assert [type(v) for v in first] == [type(v) for v in core_rows[0]]

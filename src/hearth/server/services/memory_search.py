@@ -46,6 +46,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.types import TypeDecorator
 
+from ..db import direct
 from ..db.engine import utcnow
 from ..db.rows import MemoryRow
 from ..db.search_index import BM25_WEIGHTS, FTS_TABLE, PG_TABLE, ROWS_TABLE
@@ -665,7 +666,8 @@ def _top_first(
     if not one_term:
         every = [
             _Hit(row.id, float(row.score), True, _memory_of(row), _attested_row(row))
-            for row in conn.execute(
+            for row in direct.select_rows(
+                conn,
                 _statement("sqlite", (), True),
                 {**params, "match": params["all"], "limit": wanted, "offset": 0},
             )
@@ -677,7 +679,9 @@ def _top_first(
     # The candidates holding every term are the ones ranked above: left out here, so the
     # statement returns enough rows (``wanted``) for the rest to fill its part of the page.
     held = {hit.id for hit in every}
-    found = conn.execute(_TOP, {**params, "k": TOP_FIRST, "needed": wanted}).all()
+    # On the driver's cursor: Core's own time per execution of this statement (its cache key,
+    # built by walking it) was a twentieth of the search (docs/performance.md).
+    found = direct.select_rows(conn, _TOP, {**params, "k": TOP_FIRST, "needed": wanted})
     rest = [
         _Hit(row.id, float(row.score), one_term, _memory_of(row), _attested_row(row))
         for row in found
