@@ -358,14 +358,17 @@ class _Writer:
         return row
 
     def rest(self, records: Iterator[LifeRecord]) -> dict[str, int]:
+        # Looked up once, not per record (hundreds of thousands of them).
+        handlers = {kind: getattr(self, name) for kind, name in HANDLERS.items()}
+        counts = self.counts
         for _, kind, record in records:
-            handler = getattr(self, HANDLERS.get(kind, ""), None)
+            handler = handlers.get(kind)
             if handler is None:
                 continue  # a kind this service does not recreate (docs/export.md)
-            if kind != "runtime_event":
+            if self.runtime_open is not None and kind != "runtime_event":
                 self._close_runtime()
             handler(record)
-            self.counts[kind] = self.counts.get(kind, 0) + 1
+            counts[kind] = counts.get(kind, 0) + 1
         self._close_runtime()
         for key in self.keys:
             self._insert(identity_keys, {**key, "runtime_id": self._runtime(key["runtime_id"])})
