@@ -23,7 +23,6 @@ metadata, ``imported_from`` (DID, service, head CID, time, origin).
 
 from __future__ import annotations
 
-import binascii
 import contextlib
 import hashlib
 import time
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any
 
+import pybase64
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 
@@ -758,6 +758,7 @@ def _derived_id(memory_id: str, position: int) -> str:
 
 
 def _bytes(value: object) -> bytes:
-    # Strict as b64decode(validate=True), whose check is a regular expression over the whole
-    # text: a tenth of a large import's time went there (docs/performance.md).
-    return binascii.a2b_base64(str(value), strict_mode=True)
+    # Strict as b64decode(validate=True) (no character outside the alphabet, padding as it
+    # must be), in SIMD code: binascii's strict decode was a tenth of an import's CPU, 0.25 s
+    # for 31,000 thoughts against pybase64's 0.02 s (docs/performance.md).
+    return pybase64.b64decode(str(value), validate=True)
