@@ -23,7 +23,8 @@ same way (``2024-03-15`` is three words on both, ``ana@example.com`` three, not 
 
 ``table_statements``, ``trigger_statements``, ``drop_statements`` and ``backfill_statements``
 are the one definition (migration 0012); a later change is a new migration that drops these
-and creates the new set.
+and creates the new set. ``bulk_insert_statements`` (SQLite) lets a bulk insert (an import)
+index its memories after them, in its own transaction, from the same column lists.
 """
 
 from __future__ import annotations

@@ -83,7 +83,6 @@ IMPORT_ORDER = (
 )
 VISIBILITIES = ("private", "project", "public")
 INSERT_BATCH = 500  # rows sent in one executemany (a few MB of thoughts at most)
-IMPORT_PAGE_CACHE_KIB = 32 << 10  # SQLite's page cache while an import writes (default: 2 MiB)
 # Each kind of record and the writer's method for it; a kind not here is not recreated (the
 # pulse: it is derived from the rest).
 HANDLERS = {
@@ -210,7 +209,7 @@ def write(
     writer = _Writer(conn, project_id, identity_id)
     try:
         identity = writer.identity(next(records), verified, name)
-        with _page_cache(conn), _search_index_after(conn):
+        with _search_index_after(conn):
             counts = writer.rest(records)
     except IntegrityError:
         # An id of the archive (a memory, a strand, a wallet...) is taken here already; the
@@ -253,23 +252,6 @@ def _when(value: object) -> datetime | None:
 
 def _when_or_now(value: object) -> datetime:
     return _when(value) or utcnow()
-
-
-@contextlib.contextmanager
-def _page_cache(conn: Connection) -> Iterator[None]:
-    """On SQLite, a larger page cache for this connection while the rows are written: the
-    indexes of an import's tables (random ids) outgrow the default 2 MiB, and each page evicted
-    mid-transaction is written to the WAL once more. Set back after, as the pool keeps the
-    connection."""
-    if conn.dialect.name != "sqlite":
-        yield
-        return
-    before = conn.exec_driver_sql("PRAGMA cache_size").scalar()
-    conn.exec_driver_sql(f"PRAGMA cache_size=-{IMPORT_PAGE_CACHE_KIB}")
-    try:
-        yield
-    finally:
-        conn.exec_driver_sql(f"PRAGMA cache_size={int(before or -2000)}")
 
 
 @contextlib.contextmanager
