@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import io
 import json
 import time
@@ -23,8 +24,10 @@ from typing import Any
 
 import httpx2
 import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from hearth.adds import b64url_decode
+from hearth.adds import b64url_decode, canonicalize, cid_for_bytes, publish, sign_document
 from hearth.adds.car import CarIndex, CarWriter
 from hearth.client import AsyncHearthClient, HearthClient
 from hearth.client.backup import open_backup, seal_backup
@@ -41,8 +44,9 @@ from hearth.proofs import (
     verify_digest,
 )
 from hearth.proofs.key_types import Ed25519PrivateKey
-from hearth.proofs.life import DATA_SETS, LifeWriter
+from hearth.proofs.life import DATA_SETS, LifeObject, LifeWriter, object_id
 from hearth.proofs.life_import import import_digest
+from hearth.server.db.tables import metadata
 from tests.support.cli_homes import ok, run
 from tests.support.databases import fresh_postgres_database
 from tests.support.live import free_port
@@ -63,6 +67,7 @@ class Moved:
     new_bearer: str
     exported: dict[str, Any]
     statement: dict[str, Any]
+    new_database: str  # the new service's database URL: its rows are counted
     refusals: dict[str, httpx2.Response] = field(default_factory=dict)
     present_after_refusals: int = 0
     imported: dict[str, Any] = field(default_factory=dict)
@@ -142,6 +147,7 @@ def moved(
             new_url = stack.enter_context(fresh_postgres_database())
         old = stack.enter_context(serve(tmp, "old"))
         new = stack.enter_context(serve(tmp, "new", new_url))
+        new_url = new_url or f"sqlite+aiosqlite:///{tmp}/new/hearth.sqlite3"
         home = tmp / "home"
         profile, words = register_home(old.base_url, home, "Leaver")
         keys = derive_keys(words)
@@ -181,6 +187,7 @@ def moved(
             read_api_key(target) or "",
             exported,
             json.loads(signed),
+            new_url,
         )
         # The refused imports, each of which must write nothing.
         with HearthClient(new.base_url) as client:
@@ -219,6 +226,25 @@ def moved(
             "again": run(["move", "--to", new.base_url, "--json"], home).output,
         }
         yield m
+
+
+def row_counts(url: str) -> dict[str, int]:
+    """Every table's number of rows in a service's database (read beside the service)."""
+
+    async def count() -> dict[str, int]:
+        engine = create_async_engine(url)
+        try:
+            async with engine.connect() as conn:
+                return {
+                    table.name: (
+                        await conn.execute(select(func.count()).select_from(table))
+                    ).scalar_one()
+                    for table in metadata.sorted_tables
+                }
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(count())
 
 
 def error_of(response: httpx2.Response) -> tuple[int, str]:
@@ -344,6 +370,11 @@ def test_every_record_is_there(moved: Moved) -> None:
             backup = client.backup_pull(identity)
             profile = client.identity_profile(identity)
             root = client.authority(identity).root_public_key
+            # The full-text index (SQLite's is filled in bulk after an import's memories).
+            found = {
+                q: sorted(h.memory.id for h in client.memory_search(q, identity_id=identity).items)
+                for q in ("gardens", "garden", "gate")
+            }
         seen[side] = {
             "memories": memories,
             "thoughts": thoughts,
@@ -359,13 +390,15 @@ def test_every_record_is_there(moved: Moved) -> None:
             "backup": (backup.id, backup.blob_base64, backup.key_derivation, backup.label),
             "profile": profile,
             "root": root,
+            "search": found,
         }
     old, new = seen["old"], seen["new"]
     assert len(old["memories"]) >= 3  # the heads of chains: the welcome, v2, the untrusted
     assert len(old["thoughts"]) == 2
     assert old["attestations"]
+    assert old["search"]["gardens"]
     names = ("memories", "thoughts", "inbox", "attestations", "keys", "templates", "backup")
-    for name in (*names, "strands"):
+    for name in (*names, "strands", "search"):
         assert old[name] == new[name], name
     assert [k[:3] for k in new["keys"]][1] == ("laptop", new["keys"][1][1], "device")
     assert len(new["templates"]) == 1
@@ -445,10 +478,12 @@ def crafted_life(
     box_public: str,
     memory: dict[str, Any],
     before_finish: Callable[[LifeWriter, CarWriter], None] | None = None,
+    memories_as: Callable[[LifeWriter, CarWriter], LifeObject] | None = None,
 ) -> bytes:
     """A life signed by ``signer`` for a new identity, granted to the service's key, holding
     one memory record as given (what only a root key's holder can make); ``before_finish``
-    may change the objects the head will list."""
+    may change the objects the head will list, ``memories_as`` writes the memories' object
+    itself."""
     identity_id = str(uuid.uuid4())
     did = f"did:svc:{identity_id}"
     identity = {
@@ -472,6 +507,9 @@ def crafted_life(
         exported_at=int(time.time()),
     )
     for name in DATA_SETS:
+        if name == "memories" and memories_as is not None:
+            writer.objects[name] = memories_as(writer, car)
+            continue
         writer.add(name, lines.get(name, []))
     if before_finish is not None:
         before_finish(writer, car)
@@ -486,6 +524,7 @@ def test_a_signed_life_that_clashes_or_is_malformed_writes_nothing(moved: Moved)
         taken = next(iter(client.iter_memories(agent_id=moved.profile["identity_id"])))
         before = len(client.wake()["you"]["agents"])
     memory = {"id": taken.id, "agent_id": "x", "tier": "episodic", "content": "a clash"}
+    rows = row_counts(moved.new_database)
     for record, expected in (
         (memory, (409, "import_conflict")),  # an id this service holds already
         ({"id": str(uuid.uuid4()), "tier": "episodic"}, (422, "import_invalid")),  # no content
@@ -496,6 +535,7 @@ def test_a_signed_life_that_clashes_or_is_malformed_writes_nothing(moved: Moved)
         assert error_of(answer) == expected, answer.text
     with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
         assert len(client.wake()["you"]["agents"]) == before  # no identity was kept
+    assert row_counts(moved.new_database) == rows
 
 
 LARGE_MEMORIES = 450  # more than two pages of the export's memory listing (200 a page)
@@ -596,8 +636,10 @@ def memories_chunk(car: bytes) -> str:
 
 
 def test_an_archive_that_does_not_verify_is_refused_and_writes_nothing(moved: Moved) -> None:
-    """A missing block, a data set signed by another key, a head that omits a data set: each
-    refused (422, the verification's code among the problems) though the proof is sound."""
+    """A missing block, a data set signed by another key, a head that omits a data set, and,
+    found only as a data set is opened while it is written, a count of records that is not the
+    index's and a chunk that does not decrypt: each refused (422, the verification's code among
+    the problems) though the proof is sound, and no row of the service changes."""
     with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
         box = client.provider_box_key().x25519_public_key
         before = len(client.wake()["you"]["agents"])
@@ -618,15 +660,59 @@ def test_an_archive_that_does_not_verify_is_refused_and_writes_nothing(moved: Mo
         del writer.objects["memories"]
 
     signer = new_identity().keys
+
+    def memories_miscounted(writer: LifeWriter, _car: CarWriter) -> None:
+        # The index says two records; the data set holds one. Found only once it is opened,
+        # as it is written: the rows already written (the identity, the memory) roll back.
+        writer.objects["memories"] = dataclasses.replace(writer.objects["memories"], records=2)
+
+    def memories_unopenable(writer: LifeWriter, car: CarWriter) -> LifeObject:
+        # Three chunks, the manifest signed again by the root key with the second and third
+        # swapped: every block hashes to its CID and every signature holds, but the second
+        # chunk does not decrypt in its place (AES-GCM authenticates its position).
+        lines = b"".join(
+            json.dumps({"kind": "memory", "record": {**memory, "id": str(uuid.uuid4())}}).encode()
+            + b"\n"
+            for _ in range(3)
+        )
+        published = publish(
+            lines,
+            car,
+            key=signer.signing,
+            publisher_id=writer.did,
+            object_id=object_id("memories"),
+            created_at=writer.exported_at,
+            chunk_size=64,
+            media_type="application/jsonl",
+        )
+        document = dict(published.manifest.document)
+        chunks = [dict(chunk) for chunk in document["chunks"]]
+        for member in ("cid", "nonce"):
+            chunks[1][member], chunks[2][member] = chunks[2][member], chunks[1][member]
+        signed = sign_document({**document, "chunks": chunks}, signer.signing)
+        canonical = canonicalize(signed)
+        car.put(cid_for_bytes(canonical), canonical)
+        grant = writer.grant(
+            "memories", signed, published.content_key, writer.did, b64url_decode(box)
+        )
+        size = int(document["plaintext"]["size"])
+        manifest = cid_for_bytes(canonical)
+        return LifeObject("memories", manifest, (grant.cid,), 3, size)
+
     whole = crafted_life(signer, box, memory)
     cases = {
         "life.block_missing": without_block(whole, memories_chunk(whole)),
         "life.signer": crafted_life(signer, box, memory, stranger_signs_memories),
         "life.object_missing": crafted_life(signer, box, memory, omit_memories),
+        "life.records": crafted_life(signer, box, memory, memories_miscounted),
+        "life.open": crafted_life(signer, box, memory, memories_as=memories_unopenable),
     }
+    rows = row_counts(moved.new_database)
     for code, life in cases.items():
         answer = post(moved.new, moved.new_bearer, life, proof_headers(life, signer, box))
         assert error_of(answer) == (422, "import_invalid"), answer.text
         assert code in {p["code"] for p in answer.json()["details"]["problems"]}, code
     with HearthClient(moved.new.base_url, api_key=moved.new_bearer) as client:
         assert len(client.wake()["you"]["agents"]) == before
+    # Nothing at all was written: not the identity, not a memory, not the proof's claim.
+    assert row_counts(moved.new_database) == rows

@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from hearth.server.db import Database
-from hearth.server.db.direct import run, savepoint, select_rows
+from hearth.server.db.direct import run, run_many, savepoint, select_rows
 from tests.support.databases import fresh_postgres_database
 
 meta = MetaData()
@@ -102,6 +102,26 @@ def test_run_stores_what_core_stores(kind: str, tmp_path: Path) -> None:
     direct_rows, core_rows = stored[:2], stored[2:]
     assert [r[1:] for r in direct_rows] == [r[1:] for r in core_rows]
     assert direct_rows[0][1:] == (1, WHEN, {"k": [1, "x"]}, None)
+
+
+@KINDS
+def test_run_many_stores_what_core_stores_empty_columns_included(kind: str, tmp_path: Path) -> None:
+    """Read back as stored (a JSON column's None is the JSON text ``null``, as Core binds it,
+    not SQL NULL): ``run_many`` works out each type's None once, not per row."""
+    empty = {"n": 1, "at": WHEN, "doc": None, "note": None}
+    full = {"n": 2, "at": WHEN, "doc": {"k": [1, "x"]}, "note": "é"}
+
+    def write(conn: Connection) -> None:
+        run_many(conn, INSERT, [{"id": "a", **empty}, {"id": "b", **full}])
+        conn.execute(INSERT, [{"id": "c", **empty}, {"id": "d", **full}])
+
+    def stored(conn: Connection) -> list[tuple[Any, ...]]:
+        text = "SELECT CAST(doc AS TEXT), note, at, n FROM things ORDER BY id"
+        return [tuple(r) for r in conn.exec_driver_sql(text)]
+
+    _, got = transactions(kind, tmp_path, write, stored)
+    assert got[:2] == got[2:]
+    assert got[0][:2] == ("null", None)
 
 
 @KINDS

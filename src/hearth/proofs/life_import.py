@@ -7,20 +7,22 @@ records of a verified archive (issue 20, docs/export.md "Import"). Pure: no I/O.
 - ``provider_box_key``: the service's X25519 key, derived from its Ed25519 provider seed with
   HKDF-SHA256 under its own label, so it needs no storage of its own and every worker on the
   database holds the same one.
-- ``life_records``: every record of every data set of an archive ``verify_life`` accepted,
-  opened through the grant made to ``box_key``.
+- ``life_records``: every record of every data set of an archive ``verify_life`` accepted
+  (``open_data=False``), each data set opened once, through the grant made to ``box_key``, as
+  its records are read; a chunk that does not open, or a data set holding another number of
+  records than the index says, raises ``LifeOpenError`` (the caller's writes roll back).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from hearth.adds import b64url_encode, open_object
+from hearth.adds import AddsError, OpenError, b64url_encode, open_object
 
 from .kdf import hkdf
 from .life import DATA_SETS, LifeBlocks, LifeReport, parse_document
@@ -34,6 +36,7 @@ __all__ = [
     "IMPORT_CONTEXT",
     "IMPORT_HEADERS",
     "PROVIDER_BOX_INFO",
+    "LifeOpenError",
     "LifeRecord",
     "import_digest",
     "life_records",
@@ -42,6 +45,16 @@ __all__ = [
 ]
 
 LifeRecord = tuple[str, str, dict[str, Any]]  # (data set, kind, record)
+
+
+class LifeOpenError(Exception):
+    """A data set of a verified archive fails as it is read: ``code`` is the verification's
+    (``life.open``, ``life.records``; docs/export.md, "Verification")."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 def import_digest(head_cid: str, provider_box_public: str, timestamp: str) -> bytes:
@@ -72,8 +85,11 @@ def life_records(
 ) -> Iterator[LifeRecord]:
     """Each record of each data set, the data sets in ``order`` (by default ``DATA_SETS``';
     within one, as written: a strand before its thoughts), one chunk in memory at a time.
-    Call only on an archive ``verify_life`` accepted with the same ``box_key`` (everything
-    here was checked then; a failure now raises)."""
+    Call only on an archive ``verify_life`` accepted with the same ``box_key``: every document,
+    signature, block and grant was checked then, and the data sets are opened here, once. What
+    only opening shows raises ``LifeOpenError``, at the chunk that fails or at the end of a
+    data set whose count of records is not the index's: records before it were yielded, so the
+    caller undoes what it did with them (an import's transaction rolls back)."""
     mine = b64url_encode(box_key.public_key().public_bytes_raw())
     for entry in sorted(report.objects, key=lambda e: order.index(e.name)):
         manifest = parse_document(blocks.get(entry.manifest))
@@ -83,18 +99,30 @@ def life_records(
             if document["audience_x25519_public_key"] == mine
         )
         pending = b""
-        for chunk in open_object(manifest, grant, box_key, blocks, now=now):
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            for line in lines:
-                if line:
-                    yield _record(entry.name, line)
+        count = 0  # as ``verify_life`` counts: the newlines
+        try:
+            for chunk in open_object(manifest, grant, box_key, blocks, now=now):
+                count += chunk.count(b"\n")
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    if line:
+                        yield _record(entry.name, line)
+        except OpenError as exc:
+            raise LifeOpenError("life.open", f"{entry.name} does not open: {exc.code}") from None
+        except AddsError as exc:
+            raise LifeOpenError("life.open", f"{entry.name} does not open: {exc}") from None
         if pending:
             yield _record(entry.name, pending)
+        if count != entry.records:
+            said = f"{entry.name} holds {count} records, the index says {entry.records}"
+            raise LifeOpenError("life.records", said)
 
 
 def _record(name: str, line: bytes) -> LifeRecord:
-    value = json.loads(line)
+    # orjson: strict UTF-8 JSON (RFC 8259), a third of json.loads' time over an import's
+    # hundreds of thousands of lines (docs/performance.md); its error is a ValueError.
+    value = orjson.loads(line)
     if not isinstance(value, dict) or not isinstance(value.get("record"), dict):
         raise ValueError(f"a line of {name} is not a record")
     return name, str(value.get("kind")), value["record"]

@@ -31,9 +31,12 @@ from sqlalchemy.sql.expression import Executable
 from . import writes
 
 _Missing = object()
-# Per position: the parameter's name, the type's bind processor, and the value of a literal bound
-# by the statement itself (``bindparam("sequence") + 1`` binds the 1), or _Missing.
-_Plan = tuple[str, tuple[tuple[str, Callable[[Any], Any] | None, Any], ...]]
+# Per position: the parameter's name, the type's bind processor, the value of a literal bound
+# by the statement itself (``bindparam("sequence") + 1`` binds the 1) or _Missing, and what the
+# processor makes of None (computed once: a JSON column's None is ``json.dumps`` each time, and
+# an import's rows are mostly empty columns).
+_Step = tuple[str, Callable[[Any], Any] | None, Any, Any]
+_Plan = tuple[str, tuple[_Step, ...]]
 # Keyed by the statement object itself: the hot paths' statements are module constants.
 _plans: dict[tuple[Executable, tuple[str, ...]], _Plan] = {}
 
@@ -48,7 +51,7 @@ def _plan(conn: Connection, statement: Any, keys: tuple[str, ...]) -> _Plan:
         fixed = _Missing if name in keys else literals[name]
         if fixed is not _Missing and process is not None:
             fixed, process = process(fixed), None
-        order.append((name, process, fixed))
+        order.append((name, process, fixed, None if process is None else process(None)))
     return compiled.string, tuple(order)
 
 
@@ -130,17 +133,15 @@ def _prepared(conn: Connection, statement: Executable, keys: tuple[str, ...]) ->
     return plan
 
 
-def _values(
-    order: tuple[tuple[str, Callable[[Any], Any] | None, Any], ...], params: Mapping[str, Any]
-) -> list[Any]:
-    return [
-        fixed
-        if fixed is not _Missing
-        else params[name]
-        if process is None
-        else process(params[name])
-        for name, process, fixed in order
-    ]
+def _values(order: tuple[_Step, ...], params: Mapping[str, Any]) -> list[Any]:
+    values = []
+    for name, process, fixed, none in order:
+        if fixed is not _Missing:
+            values.append(fixed)
+            continue
+        value = params[name]
+        values.append(value if process is None else none if value is None else process(value))
+    return values
 
 
 def _driver(conn: Connection, sql: str, values: Any, call: Callable[[Any], Any]) -> Any:

@@ -23,7 +23,8 @@ same way (``2024-03-15`` is three words on both, ``ana@example.com`` three, not 
 
 ``table_statements``, ``trigger_statements``, ``drop_statements`` and ``backfill_statements``
 are the one definition (migration 0012); a later change is a new migration that drops these
-and creates the new set.
+and creates the new set. ``bulk_insert_statements`` (SQLite) lets a bulk insert (an import)
+index its memories after them, in its own transaction, from the same column lists.
 """
 
 from __future__ import annotations
@@ -58,6 +59,17 @@ _NEW_HISTORY = ", ".join(f"NEW.{c}" for c in HISTORY_COLUMNS)
 
 def _live(row: str) -> str:
     return f"({row}.superseded_at IS NULL AND {row}.deleted_at IS NULL AND {row}.untrusted = FALSE)"
+
+
+def _copied(row: str) -> str:
+    """What the live index copies of a memory ``row`` (NEW in a trigger), in ``_LIVE_COLUMNS``'
+    order."""
+    return ", ".join(
+        (*(f"{row}.{c}" for c in MIRRORED), *(f"{row}.{c}" for c in HISTORY_COLUMNS), _live(row))
+    )
+
+
+_LIVE_COLUMNS = f"{_MIRRORED}, {_HISTORY}, live"
 
 
 _OLD_VALUES = "COALESCE(OLD.key, ''), OLD.content"
@@ -95,8 +107,8 @@ def _sqlite_triggers(live: bool) -> list[str]:
     moved = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in watched)
     kept = (*copied, *HISTORY_COLUMNS) if live else copied
     copy = ", ".join(f"{c} = NEW.{c}" for c in kept) + (f", live = {_live('NEW')}" if live else "")
-    columns = f"{_MIRRORED}, {_HISTORY}, live" if live else _MIRRORED
-    values = f"{_NEW_MIRRORED}, {_NEW_HISTORY}, {_live('NEW')}" if live else _NEW_MIRRORED
+    columns = _LIVE_COLUMNS if live else _MIRRORED
+    values = _copied("NEW") if live else _NEW_MIRRORED
     return [
         "CREATE TRIGGER hearth_search_insert AFTER INSERT ON memories BEGIN"
         f" INSERT INTO {ROWS_TABLE} (memory_id, {columns}) VALUES (NEW.id, {values});"
@@ -142,8 +154,8 @@ def _postgresql_tables() -> list[str]:
 
 
 def _postgresql_triggers(live: bool) -> list[str]:
-    columns = f"{_MIRRORED}, {_HISTORY}, live" if live else _MIRRORED
-    values = f"{_NEW_MIRRORED}, {_NEW_HISTORY}, {_live('NEW')}" if live else _NEW_MIRRORED
+    columns = _LIVE_COLUMNS if live else _MIRRORED
+    values = _copied("NEW") if live else _NEW_MIRRORED
     body = (
         "BEGIN"
         f" IF TG_OP <> 'INSERT' THEN DELETE FROM {PG_TABLE} WHERE memory_id = OLD.id; END IF;"
@@ -173,6 +185,35 @@ def trigger_statements(dialect: str, *, live: bool = False) -> list[str]:
     if dialect == "postgresql":
         return _postgresql_triggers(live)
     return _sqlite_triggers(live)
+
+
+# SQLite, a bulk insert (an import): its memories are indexed after them, in two statements,
+# where the insert trigger indexes each row as it comes (a trigger program, a lookup by memory
+# id and a separate FTS5 insert per row; 0.4 s of 20,000 memories against 0.09 s in bulk).
+INSERT_TRIGGER: Final = "hearth_search_insert"
+
+
+def bulk_insert_statements() -> tuple[str, str, list[str], str]:
+    """SQLite: (drop the insert trigger; the rowids to start after, as
+    ``:memories, :rows``; index the memories inserted since, as the trigger would each, in
+    the same order; create the trigger again). All in the writer's one transaction, so no
+    other write sees the trigger missing, and a rollback brings it back. The trigger made
+    again is the live one of ``trigger_statements`` (migration 0014's)."""
+    create = next(t for t in _sqlite_triggers(live=True) if f" {INSERT_TRIGGER} " in t)
+    return (
+        f"DROP TRIGGER {INSERT_TRIGGER}",
+        f"SELECT (SELECT coalesce(max(rowid), 0) FROM memories),"
+        f" (SELECT coalesce(max(rowid), 0) FROM {ROWS_TABLE})",
+        [
+            f"INSERT INTO {ROWS_TABLE} (memory_id, {_LIVE_COLUMNS})"
+            f" SELECT m.id, {_copied('m')} FROM memories m WHERE m.rowid > :memories"
+            " ORDER BY m.rowid",
+            f"INSERT INTO {FTS_TABLE} (rowid, key, content)"
+            f" SELECT r.rowid, {_NEW_VALUES.replace('NEW.', 'm.')} FROM {ROWS_TABLE} r"
+            " JOIN memories m ON m.id = r.memory_id WHERE r.rowid > :rows",
+        ],
+        create,
+    )
 
 
 def drop_trigger_statements(dialect: str) -> list[str]:
