@@ -21,7 +21,8 @@ and imports included), its peak RSS from ``os.wait4``:
    keys: every block hashed, every document validated, every object opened and its records
    counted: the checks an import will run before writing anything.
 3. ``import``: ``hearth.client.export.import_export`` of that file into a fresh ``hearth
-   serve`` (its own SQLite database, started before and stopped after, not timed): the
+   serve`` (its own SQLite database, or with ``--database-url`` a new database on that
+   PostgreSQL server, dropped after; started before and stopped after, not timed): the
    export checked and granted to the service (new grants, index and head), sent as the
    request's body spliced with the export's own blocks, and the service's whole import
    (spooling, verification with every object opened, the key proof, every record written in
@@ -40,6 +41,7 @@ its sealed thoughts).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import contextlib
 import json
@@ -217,16 +219,41 @@ def run_measured(command: list[str]) -> tuple[float, float, str]:
 
 
 @contextlib.contextmanager
-def served(work: Path, hearth: str) -> Iterator[tuple[str, int]]:
-    """A fresh ``hearth serve`` on its own SQLite database: (address, process id)."""
+def database(work: Path, server: str | None) -> Iterator[str]:
+    """A new, empty database for one service: a SQLite file in ``work``, or a database made on
+    the PostgreSQL ``server`` (a SQLAlchemy URL) and dropped afterwards."""
+    if server is None:
+        yield f"sqlite+aiosqlite:///{work}/hearth.sqlite3"
+        return
+    import asyncpg  # noqa: PLC0415
+
+    plain = server.replace("postgresql+asyncpg://", "postgresql://")
+    name = f"bench_export_{os.getpid()}_{work.name.replace('-', '_')}"
+
+    async def run(sql: str) -> None:
+        conn = await asyncpg.connect(plain)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"{server.rpartition('/')[0]}/{name}"
+    finally:
+        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@contextlib.contextmanager
+def served(work: Path, hearth: str, database_url: str) -> Iterator[tuple[str, int]]:
+    """A fresh ``hearth serve`` on the (empty) database ``database_url``: (address, pid)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    work.mkdir()
     url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SERVICE_")}
     env.update(
-        SERVICE_DATABASE_URL=f"sqlite+aiosqlite:///{work}/hearth.sqlite3",
+        SERVICE_DATABASE_URL=database_url,
         SERVICE_PUBLIC_BASE_URL=url,
         SERVICE_POW_DIFFICULTY_BITS="8",
         SERVICE_BLOCKS_DIR=str(work / "blocks"),
@@ -268,14 +295,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_import(me: list[str], car: Path, work: Path, hearth: str) -> dict[str, float]:
+def measure_import(
+    me: list[str], car: Path, work: Path, hearth: str, server: str | None
+) -> dict[str, float]:
     """One import into a fresh service: the client's wall time and peak RSS, the service's
     RSS before and its peak after, and the CPU time the service spent on it (on a loaded
     machine the wall time also counts waiting for a core)."""
     from hearth.client import HearthClient  # noqa: PLC0415
     from hearth.client.mnemonic_keys import new_identity  # noqa: PLC0415
 
-    with served(work, hearth) as (url, pid):
+    work.mkdir()
+    with database(work, server) as database_url, served(work, hearth, database_url) as (url, pid):
         with HearthClient(url) as client:
             host = client.register(new_identity().keys, "Host", pow_difficulty=8)
         before = rss_mb(pid, "VmRSS")
@@ -301,6 +331,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
+    # A PostgreSQL server (SQLAlchemy URL): each import's service gets a new database on it.
+    parser.add_argument("--database-url", default=None)
     parser.add_argument("--child", choices=["export", "verify", "import"], help=argparse.SUPPRESS)
     parser.add_argument("--car", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -341,7 +373,9 @@ def main() -> int:
             figures["export"].append((wall, rss))
             wall, rss, out_text = run_measured([*me, "--child", "verify", "--car", str(car)])
             figures["verify"].append((wall, rss))
-            imported = measure_import(me, car, work / f"service-{round_}", hearth)
+            imported = measure_import(
+                me, car, work / f"service-{round_}", hearth, args.database_url
+            )
             figures["import"].append((imported["wall"], imported["rss"]))
             service.append(
                 (imported["service_before"], imported["service_peak"], imported["service_cpu"])

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from hearth.server.db import direct
 from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import (
     adds_blocks,
@@ -200,3 +201,50 @@ def test_a_rolled_back_write_moves_no_counter(backend: str, tmp_path: Path) -> N
             in_db(live, write_then_fail)
         assert in_db(live, totals) == before
         counters_exact(live)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_statements_of_many_rows_count_each_row(backend: str, tmp_path: Path) -> None:
+    """An INSERT or DELETE of many rows at once (an import's batches; PostgreSQL counts them
+    once per statement, migration 0017): every row counted where it belongs, the untrusted and
+    superseded ones nowhere, and a delete of some of them takes off exactly those."""
+    with live_on(backend, tmp_path) as live:
+        owner, project_id, other_id = owner_and_other(live)
+        now = utcnow()
+        chooser = random.Random(17)
+
+        def row(index: int) -> dict[str, Any]:
+            return {
+                "id": str(uuid.uuid4()),
+                "project_id": project_id,
+                "identity_id": chooser.choice([owner.id, other_id, None]),
+                "tier": TIERS[index % len(TIERS)],
+                "key": None,
+                "content": f"many {index}",
+                "created_at": now,
+                "elevated_at": None,
+                "expression_patch": None,
+                "untrusted": index % 7 == 0,
+                "superseded_at": now if index % 11 == 0 else None,
+            }
+
+        def counted(conn: sa.Connection) -> int:
+            kinds = wake_counts.c.kind.like("memories:%")
+            total = sa.select(sa.func.sum(wake_counts.c.total)).where(kinds)
+            return int(conn.execute(total).scalar_one() or 0)
+
+        def selectable(some: list[dict[str, Any]]) -> int:
+            return sum(1 for r in some if not r["untrusted"] and r["superseded_at"] is None)
+
+        before = in_db(live, counted)  # registration's own memories
+        rows = [row(index) for index in range(300)]
+        in_db(live, lambda conn: conn.execute(memories.insert().values(rows[:150])))
+        in_db(live, lambda conn: direct.run_many(conn, memories.insert(), rows[150:]))
+        counters_exact(live)
+        assert in_db(live, counted) == before + selectable(rows)
+        doomed = [r["id"] for r in rows if r["tier"] in TIERS[:2]]
+        gone = memories.delete().where(memories.c.id.in_(doomed))
+        in_db(live, lambda conn: conn.execute(gone))
+        counters_exact(live)
+        left = [r for r in rows if r["tier"] not in TIERS[:2]]
+        assert in_db(live, counted) == before + selectable(left)

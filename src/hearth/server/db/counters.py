@@ -154,7 +154,7 @@ def _sqlite(counted: Counted) -> list[str]:
     ]
 
 
-def _postgresql(counted: Counted) -> list[str]:
+def _postgresql(counted: Counted, per_statement: bool) -> list[str]:
     name, table = counted.name, counted.table
     columns = ", ".join(counted.columns)
     body = (
@@ -163,24 +163,69 @@ def _postgresql(counted: Counted) -> list[str]:
         f" IF TG_OP <> 'DELETE' THEN {_increment(counted)} END IF;"
         " RETURN NULL; END"
     )
-    return [
-        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ {body} $$",
-        f"CREATE TRIGGER {name}_write AFTER INSERT OR DELETE ON {table}"
-        f" FOR EACH ROW EXECUTE FUNCTION {name}()",
+    update = (
         f"CREATE TRIGGER {name}_update AFTER UPDATE OF {columns} ON {table} FOR EACH ROW"
-        f" WHEN ({_moved(counted, 'IS DISTINCT FROM')}) EXECUTE FUNCTION {name}()",
+        f" WHEN ({_moved(counted, 'IS DISTINCT FROM')}) EXECUTE FUNCTION {name}()"
+    )
+    function = f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ {body} $$"
+    if not per_statement:
+        return [
+            function,
+            f"CREATE TRIGGER {name}_write AFTER INSERT OR DELETE ON {table}"
+            f" FOR EACH ROW EXECUTE FUNCTION {name}()",
+            update,
+        ]
+    # Inserts and deletes counted once per statement, grouped, from its transition table: a
+    # row trigger updates the same counter row once per row, and within one transaction each
+    # update is a new version of it that the next must reach through the ones before, so a
+    # transaction inserting n memories of one identity cost O(n^2) (an import of 8,000: 92 µs
+    # a row in this trigger, against 35 µs at 2,000; docs/performance.md). Updates stay per
+    # row: PostgreSQL allows no transition table on a trigger with a column list.
+    added = (
+        f"INSERT INTO wake_counts (project_id, scope, kind, total)"
+        f" {count_query(counted, 'inserted')} ORDER BY 1, 2, 3"
+        " ON CONFLICT (project_id, scope, kind)"
+        " DO UPDATE SET total = wake_counts.total + EXCLUDED.total;"
+    )
+    removed = (
+        f"UPDATE wake_counts SET total = wake_counts.total - gone.total"
+        f" FROM ({count_query(counted, 'deleted')}) AS gone (project_id, scope, kind, total)"
+        " WHERE wake_counts.project_id = gone.project_id AND wake_counts.scope = gone.scope"
+        " AND wake_counts.kind = gone.kind;"
+    )
+    return [
+        function,
+        update,
+        f"CREATE FUNCTION {name}_inserted() RETURNS trigger LANGUAGE plpgsql"
+        f" AS $$ BEGIN {added} RETURN NULL; END $$",
+        f"CREATE TRIGGER {name}_inserted AFTER INSERT ON {table}"
+        f" REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION {name}_inserted()",
+        f"CREATE FUNCTION {name}_deleted() RETURNS trigger LANGUAGE plpgsql"
+        f" AS $$ BEGIN {removed} RETURN NULL; END $$",
+        f"CREATE TRIGGER {name}_deleted AFTER DELETE ON {table}"
+        f" REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION {name}_deleted()",
     ]
 
 
-def create_statements(dialect: str, counted: tuple[Counted, ...] = COUNTED) -> list[str]:
-    """The triggers (and PostgreSQL's trigger functions) that keep ``counted`` current."""
-    make = _postgresql if dialect == "postgresql" else _sqlite
-    return [statement for c in counted for statement in make(c)]
+def create_statements(
+    dialect: str, counted: tuple[Counted, ...] = COUNTED, *, per_statement: bool = True
+) -> list[str]:
+    """The triggers (and PostgreSQL's trigger functions) that keep ``counted`` current. On
+    PostgreSQL inserts and deletes are counted per statement (migration 0017);
+    ``per_statement=False`` gives the per-row triggers migrations 0010 and 0013 created.
+    SQLite has row triggers only (an update of the same row in one transaction is in place)."""
+    if dialect == "postgresql":
+        return [statement for c in counted for statement in _postgresql(c, per_statement)]
+    return [statement for c in counted for statement in _sqlite(c)]
 
 
 def drop_statements(dialect: str, counted: tuple[Counted, ...] = COUNTED) -> list[str]:
-    if dialect == "postgresql":
-        return [f"DROP FUNCTION IF EXISTS {c.name}() CASCADE" for c in counted]
+    if dialect == "postgresql":  # CASCADE: the triggers go with their functions
+        return [
+            f"DROP FUNCTION IF EXISTS {c.name}{suffix}() CASCADE"
+            for c in counted
+            for suffix in ("", "_inserted", "_deleted")
+        ]
     return [
         f"DROP TRIGGER IF EXISTS {c.name}_{event}"
         for c in counted
@@ -188,9 +233,10 @@ def drop_statements(dialect: str, counted: tuple[Counted, ...] = COUNTED) -> lis
     ]
 
 
-def count_query(c: Counted) -> str:
-    """The counts of ``c`` computed from its rows, as (project_id, scope, kind, total)."""
-    row = c.table
+def count_query(c: Counted, source: str | None = None) -> str:
+    """The counts of ``c`` computed from its rows (or those of ``source``, a transition table),
+    as (project_id, scope, kind, total)."""
+    row = source or c.table
     return (
         f"SELECT {row}.{c.project}, {c.scope_sql(row)}, {c.kind_sql(row)}, count(*) FROM {row}"
         f" WHERE {c.where_sql(row)} GROUP BY 1, 2, 3"

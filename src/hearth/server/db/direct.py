@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, literal_column
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.expression import Executable
 
@@ -110,7 +110,7 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str
     an import's rows). Keep ``statement`` a long-lived object, as ``run``'s are: plans are
     cached by it."""
     if conn.dialect.name != "sqlite":
-        conn.execute(statement, list(rows))
+        conn.execute(_batched(statement), list(rows))
         return
     start = 0
     while start < len(rows):
@@ -123,6 +123,21 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str
         values = [_values(order, params) for params in rows[start:end]]
         _driver(conn, sql, values, lambda driver: driver.executemany(sql, values))  # noqa: B023 - called at once
         start = end
+
+
+# PostgreSQL: an INSERT with a RETURNING, made once per statement. asyncpg's executemany runs
+# the statement once per row (pipelined), so the server parses, plans and fires its statement
+# triggers once per row; with a RETURNING, Core sends the rows as multi-row VALUES statements
+# (its "insertmanyvalues", which it uses without RETURNING on psycopg2 but not on asyncpg): a
+# statement per batch of rows, whose wake counters are counted once (migration 0017).
+_returning: dict[Executable, Executable] = {}
+
+
+def _batched(statement: Any) -> Executable:
+    batched = _returning.get(statement)
+    if batched is None:
+        batched = _returning[statement] = statement.returning(literal_column("1"))
+    return batched
 
 
 def _prepared(conn: Connection, statement: Executable, keys: tuple[str, ...]) -> _Plan:

@@ -49,7 +49,9 @@ def upgrade() -> None:
     bind = op.get_bind()
     for statement in counters.backfill_statements(counters.COUNTED_0010):
         bind.exec_driver_sql(statement)
-    for statement in counters.create_statements(bind.dialect.name, counters.COUNTED_0010):
+    for statement in counters.create_statements(
+        bind.dialect.name, counters.COUNTED_0010, per_statement=False
+    ):
         bind.exec_driver_sql(statement)
 
 

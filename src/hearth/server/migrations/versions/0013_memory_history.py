@@ -56,7 +56,7 @@ def _recount(bind: sa.Connection, counted: counters.Counted) -> None:
     # The driver's own SQL: text() would read "kind:tier" as a bind parameter.
     for statement in counters.backfill_statements((counted,)):
         bind.exec_driver_sql(statement)
-    for statement in counters.create_statements(bind.dialect.name, (counted,)):
+    for statement in counters.create_statements(bind.dialect.name, (counted,), per_statement=False):
         bind.exec_driver_sql(statement)
 
 
