@@ -225,6 +225,8 @@ def database(work: Path, server: str | None) -> Iterator[str]:
     if server is None:
         yield f"sqlite+aiosqlite:///{work}/hearth.sqlite3"
         return
+    # Not mixed.fresh_database: importing that bench (FastAPI and the rest) grows this process
+    # to about 160 MB, and a child started by vfork reports the parent's RSS as its own peak.
     import asyncpg  # noqa: PLC0415
 
     plain = server.replace("postgresql+asyncpg://", "postgresql://")
