@@ -41,7 +41,6 @@ its sealed thoughts).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import contextlib
 import json
@@ -225,25 +224,12 @@ def database(work: Path, server: str | None) -> Iterator[str]:
     if server is None:
         yield f"sqlite+aiosqlite:///{work}/hearth.sqlite3"
         return
-    # Not mixed.fresh_database: importing that bench (FastAPI and the rest) grows this process
-    # to about 160 MB, and a child started by vfork reports the parent's RSS as its own peak.
-    import asyncpg  # noqa: PLC0415
+    # bench/pg_database.py imports asyncpg alone: this process stays small, and a child started
+    # by vfork reports the parent's RSS as its own peak.
+    from pg_database import fresh_database  # noqa: PLC0415
 
-    plain = server.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"bench_export_{os.getpid()}_{work.name.replace('-', '_')}"
-
-    async def run(sql: str) -> None:
-        conn = await asyncpg.connect(plain)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(run(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{server.rpartition('/')[0]}/{name}"
-    finally:
-        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_database(server) as url:
+        yield url
 
 
 @contextlib.contextmanager

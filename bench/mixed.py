@@ -50,18 +50,17 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx2
 from fastapi import FastAPI
 
 from arrival import REFERENCE, free_port, reference_route, reference_sender, registration, stop
+from pg_database import fresh_database
 
 RATIO_GOAL = 2.0
 WORKERS_GOAL = 1.1
@@ -155,27 +154,6 @@ def running(command: list[str], env: dict[str, str], base_url: str, log: Path) -
         yield process.pid
     finally:
         stop(process)
-
-
-@contextmanager
-def fresh_database(server_url: str) -> Iterator[str]:
-    """A new PostgreSQL database on the server ``server_url`` names, dropped afterwards."""
-    plain = server_url.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"hearth_bench_{uuid.uuid4().hex[:12]}"
-
-    async def run(sql: str) -> None:
-        conn = await asyncpg.connect(plain)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(run(f'CREATE DATABASE "{name}"'))
-    head = plain.rsplit("/", 1)[0]
-    try:
-        yield f"{head}/{name}".replace("postgresql://", "postgresql+asyncpg://", 1)
-    finally:
-        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 # --- CPU of a process tree ---------------------------------------------------------------------

@@ -53,8 +53,9 @@ from arrival import free_port, registration
 from hearth.server.db import Database
 from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import memories, runtimes, strands, thoughts
-from mixed import DEFAULT_DATABASE, DEFAULT_REDIS, HEARTH, fresh_database, running, server_env
+from mixed import DEFAULT_DATABASE, DEFAULT_REDIS, HEARTH, running, server_env
 from mixed import tree_cpu as server_cpu
+from pg_database import fresh_database
 
 HOST = "127.0.0.1"
 RATIO_GOAL = 1.5
