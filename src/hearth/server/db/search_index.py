@@ -72,8 +72,13 @@ def _copied(row: str) -> str:
 _LIVE_COLUMNS = f"{_MIRRORED}, {_HISTORY}, live"
 
 
-_OLD_VALUES = "COALESCE(OLD.key, ''), OLD.content"
-_NEW_VALUES = "COALESCE(NEW.key, ''), NEW.content"
+def _text(row: str) -> str:
+    """What the full-text index holds of a memory ``row``: its key and its content."""
+    return f"COALESCE({row}.key, ''), {row}.content"
+
+
+_OLD_VALUES = _text("OLD")
+_NEW_VALUES = _text("NEW")
 
 
 def _sqlite_unindex() -> str:
@@ -209,7 +214,7 @@ def bulk_insert_statements() -> tuple[str, str, list[str], str]:
             f" SELECT m.id, {_copied('m')} FROM memories m WHERE m.rowid > :memories"
             " ORDER BY m.rowid",
             f"INSERT INTO {FTS_TABLE} (rowid, key, content)"
-            f" SELECT r.rowid, {_NEW_VALUES.replace('NEW.', 'm.')} FROM {ROWS_TABLE} r"
+            f" SELECT r.rowid, {_text('m')} FROM {ROWS_TABLE} r"
             " JOIN memories m ON m.id = r.memory_id WHERE r.rowid > :rows",
         ],
         create,
