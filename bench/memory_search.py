@@ -560,13 +560,20 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def positive(text: str) -> int:
+    """A count of at least 1: every phase's figures are quantiles of what it timed."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError("a whole number, at least 1")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--memories", type=int, default=100_000)
-    parser.add_argument("--searches", type=int, default=300)
-    parser.add_argument("--writes", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--semantic-searches", type=int, default=100)
+    parser.add_argument("--memories", type=positive, default=100_000)
+    parser.add_argument("--searches", type=positive, default=300)
+    parser.add_argument("--writes", type=positive, default=300)
+    parser.add_argument("--rounds", type=positive, default=3)
+    parser.add_argument("--semantic-searches", type=positive, default=100)
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--database-url", default=DEFAULT_DATABASE)
     parser.add_argument("--json", action="store_true")
