@@ -314,6 +314,18 @@ def _drop_closed(engine: Engine) -> None:
             raise DisconnectionError("the server closed this pooled connection")
 
 
+# Every SQLite connection's settings (bench/export.py measures a bare table with them too).
+SQLITE_PRAGMAS: tuple[str, ...] = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=30000",
+    "PRAGMA mmap_size=268435456",
+    "PRAGMA cache_size=-32768",
+    "PRAGMA temp_store=MEMORY",
+)
+
+
 def _sqlite_pragmas(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
@@ -321,15 +333,7 @@ def _sqlite_pragmas(engine: Engine) -> None:
         # starts (pysqlite's own implicit BEGIN is always DEFERRED).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        for pragma in (
-            "PRAGMA journal_mode=WAL",
-            "PRAGMA synchronous=NORMAL",
-            "PRAGMA foreign_keys=ON",
-            "PRAGMA busy_timeout=30000",
-            "PRAGMA mmap_size=268435456",
-            "PRAGMA cache_size=-32768",
-            "PRAGMA temp_store=MEMORY",
-        ):
+        for pragma in SQLITE_PRAGMAS:
             cursor.execute(pragma)
         cursor.close()
 
