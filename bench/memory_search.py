@@ -1,9 +1,10 @@
 """Memory search: how well it finds (the evaluation set) and how fast, beside the bare index.
 
 Run ``.venv/bin/python bench/memory_search.py`` (``--memories N`` memories in the filled project,
-default 100,000; ``--searches S`` timed searches per round, default 300; ``--writes W`` timed
-writes per phase, default 300; ``--rounds R``, default 3; ``--backends sqlite,postgresql``;
-``--database-url`` a PostgreSQL server URL; ``--json``). It is a measurement, not a test: it
+default 100,000; ``--searches S`` timed searches per round, default 300; ``--rounds R`` rounds of
+searches, default 3; ``--writes W`` timed writes per phase, default 100; ``--write-rounds``,
+default 12; ``--backends sqlite,postgresql``; ``--database-url`` a PostgreSQL server URL;
+``--json``). It is a measurement, not a test: it
 exits 0 whether or not the goals are met, and non-zero only if the run itself breaks.
 
 For each backend, on a fresh database migrated to head (SQLite in a file of its own; PostgreSQL
@@ -28,11 +29,15 @@ a database the bench creates and drops):
    p50 and p99 of each (the median over rounds) and the service's rate as a share of the bare
    query's rate, by wall clock (the goal's figure) and by the process's CPU time (steadier on a
    shared machine, where wall times move with the other load).
-4. **Writes.** R rounds, each W memory writes with the index and W without (the search
-   triggers dropped for the phase, its rows deleted after, the triggers made again, so the
-   index stays exact), one memory per transaction through ``memories.store``, as
-   ``POST /v1/memories`` writes one. Printed: writes per second of each and the slowdown, and
-   the process's CPU time per write of each.
+4. **Writes.** ``--write-rounds`` rounds (default 12), each ``--writes`` memory writes (default
+   100) with the index and as many without (the search triggers dropped for the phase, its
+   rows deleted after, the triggers made again, so the index stays exact), one memory per
+   transaction through ``memories.store``, as ``POST /v1/memories`` writes one. Printed: writes
+   per second of each, the slowdown (the goal's figure: the median of each round's, its two
+   phases run one after the other, so that the machine's drift between rounds cancels; many
+   short rounds, as a checkpoint of the WAL lands in one phase or the other), each round's,
+   the slowdown of the two phases' median rates as it was figured before, and the process's
+   CPU time per write of each.
 
 5. **The semantic leg.** The evaluation is also run fused with the meaning ranking (the
    memories embedded with the real model); then every filled memory gets a random unit vector
@@ -378,6 +383,7 @@ async def writes(db: Database, corpus: Corpus, project_id: str, count: int, roun
             await db.transaction(forget_writes)  # never indexed, and gone before the triggers
         finally:
             await db.transaction(make_triggers)
+    paired = [1 - w / b for (w, _), (b, _) in zip(indexed, bare, strict=True)]
     with_index = statistics.median(rate for rate, _ in indexed)
     without = statistics.median(rate for rate, _ in bare)
     cpu_with = statistics.median(cpu for _, cpu in indexed)
@@ -389,6 +395,10 @@ async def writes(db: Database, corpus: Corpus, project_id: str, count: int, roun
         "cpu_us_with_index": cpu_with,
         "cpu_us_without_index": cpu_without,
         "cpu_slowdown": cpu_with / cpu_without - 1,
+        # The goal's figure: each round's two phases, run one after the other, side by side
+        # (the machine's drift from round to round cancels), the median over the rounds.
+        "paired_slowdown": statistics.median(paired),
+        "paired_slowdowns": paired,
     }
 
 
@@ -490,7 +500,7 @@ async def run_backend(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
         held = await db.snapshot(indexed)
         search = await searches(db, corpus, project_id, args.searches, args.rounds)
-        write = await writes(db, corpus, project_id, args.writes, args.rounds)
+        write = await writes(db, corpus, project_id, args.writes, args.write_rounds)
         assert await db.snapshot(indexed) == held, "the write phases left the index inexact"
         meaning = await semantic(db, corpus, project_id, encoder, args.semantic_searches)
         return {
@@ -504,7 +514,7 @@ async def run_backend(url: str, args: argparse.Namespace) -> dict[str, Any]:
             "goals": {
                 "p99_under_50_ms": search["service_p99"] < P99_GOAL_MS,
                 "rate_ratio_at_least_0_5": search["rate_ratio"] >= RATE_GOAL,
-                "writes_at_most_20_percent_slower": write["slowdown"] <= WRITE_SLOWDOWN_GOAL,
+                "writes_at_most_20_percent_slower": write["paired_slowdown"] <= WRITE_SLOWDOWN_GOAL,
             },
         }
     finally:
@@ -543,9 +553,11 @@ def report(result: dict[str, Any]) -> str:
         )
         lines.append(
             f"  writes: {w['with_index_per_s']:,.0f}/s with the index, "
-            f"{w['without_index_per_s']:,.0f}/s without: {w['slowdown']:+.1%} slower "
-            f"(goal <= {WRITE_SLOWDOWN_GOAL:.0%}); CPU per write {w['cpu_us_with_index']:.0f} us"
-            f" against {w['cpu_us_without_index']:.0f}: {w['cpu_slowdown']:+.1%}"
+            f"{w['without_index_per_s']:,.0f}/s without; slowdown {w['paired_slowdown']:+.1%}"
+            f" (the median of each round's; goal <= {WRITE_SLOWDOWN_GOAL:.0%}), the medians'"
+            f" {w['slowdown']:+.1%}; CPU per write {w['cpu_us_with_index']:.0f} us"
+            f" against {w['cpu_us_without_index']:.0f}: {w['cpu_slowdown']:+.1%}; each round's"
+            f" slowdown {', '.join(f'{x:+.1%}' for x in w['paired_slowdowns'])}"
         )
         m = r["semantic"]
         lines.append(
@@ -571,7 +583,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--memories", type=positive, default=100_000)
     parser.add_argument("--searches", type=positive, default=300)
-    parser.add_argument("--writes", type=positive, default=300)
+    parser.add_argument("--writes", type=positive, default=100)
+    parser.add_argument("--write-rounds", type=positive, default=12)
     parser.add_argument("--rounds", type=positive, default=3)
     parser.add_argument("--semantic-searches", type=positive, default=100)
     parser.add_argument("--backends", default="sqlite,postgresql")

@@ -23,6 +23,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "memory_search.py"
 def test_a_short_run_reports_every_figure_on_both_databases() -> None:
     database = database_url_or_skip()
     small = ["--memories", "400", "--searches", "5", "--writes", "5", "--rounds", "1"]
+    small += ["--write-rounds", "2"]
     small += ["--semantic-searches", "3"]
     run = subprocess.run(
         [sys.executable, str(BENCH), "--json", *small, "--database-url", database],
@@ -63,6 +64,10 @@ def test_a_short_run_reports_every_figure_on_both_databases() -> None:
         writes = backend["writes"]
         assert writes["with_index_per_s"] > 0
         assert writes["without_index_per_s"] > 0
+        assert len(writes["paired_slowdowns"]) == 2
+        assert writes["paired_slowdown"] == sum(writes["paired_slowdowns"]) / 2
+        goal = writes["paired_slowdown"] <= 0.2
+        assert backend["goals"]["writes_at_most_20_percent_slower"] is goal
         assert set(backend["goals"]) == {
             "p99_under_50_ms",
             "rate_ratio_at_least_0_5",
