@@ -63,6 +63,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests/support/postgres.py, the one way to a fresh database
+
 GOAL_RATIO = 0.5
 GOAL_RSS_MB = 150.0
 MiB = 1 << 20
@@ -337,9 +340,9 @@ def database(work: Path, server: str | None) -> Iterator[str]:
     if server is None:
         yield f"sqlite+aiosqlite:///{work}/hearth.sqlite3"
         return
-    # bench/pg_database.py imports asyncpg alone: this process stays small, and a child started
-    # by vfork reports the parent's RSS as its own peak.
-    from pg_database import fresh_database  # noqa: PLC0415
+    # tests/support/postgres.py imports asyncpg alone: this process stays small, and a child
+    # started by vfork reports the parent's RSS as its own peak.
+    from tests.support.postgres import fresh_database  # noqa: PLC0415
 
     with fresh_database(server) as url:
         yield url

@@ -87,8 +87,9 @@ from hearth.server.services import memory_search  # noqa: E402
 
 # What the bench's memories say of themselves: written through the API, trusted.
 API = memory_service.Provenance(channel="api")
+from tests.support.postgres import fresh_database  # noqa: E402
+
 from mixed import DEFAULT_DATABASE  # noqa: E402
-from pg_database import fresh_database  # noqa: E402
 
 P99_GOAL_MS = 50.0
 RATE_GOAL = 0.5

@@ -60,7 +60,11 @@ import httpx2
 from fastapi import FastAPI
 
 from arrival import REFERENCE, free_port, reference_route, reference_sender, registration, stop
-from pg_database import fresh_database
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests/support/postgres.py, the one way to a fresh database
+
+from tests.support.postgres import fresh_database  # noqa: E402
 
 RATIO_GOAL = 2.0
 WORKERS_GOAL = 1.1

@@ -55,7 +55,11 @@ from hearth.server.db.engine import utcnow
 from hearth.server.db.tables import memories, runtimes, strands, thoughts
 from mixed import DEFAULT_DATABASE, DEFAULT_REDIS, HEARTH, running, server_env
 from mixed import tree_cpu as server_cpu
-from pg_database import fresh_database
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests/support/postgres.py, the one way to a fresh database
+
+from tests.support.postgres import fresh_database  # noqa: E402
 
 HOST = "127.0.0.1"
 RATIO_GOAL = 1.5

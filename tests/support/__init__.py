@@ -2,7 +2,8 @@
 the conftest.py files); no module imports a test module (tests/test_house_tests.py holds the rule).
 
 The service: ``live`` (the app on a real socket, on SQLite or PostgreSQL), ``served`` (``hearth
-serve`` as its own process), ``databases`` (``in_db`` and PostgreSQL databases of a test's own),
+serve`` as its own process), ``databases`` (``in_db`` and PostgreSQL databases of a test's own;
+``postgres`` makes them, for the benches too),
 ``redis_server``, ``polling`` (``eventually``), ``listings`` (page after page), ``openapi``
 (responses checked against the document), ``metrics``.
 Who calls it: ``agents`` (keys, registration, root proofs), ``identities`` (mnemonic keys),

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import asyncpg
 import pytest
 import sqlalchemy as sa
 
 from hearth.server.db import Database, counters
 from hearth.server.db.tables import wake_counts
+
+from .postgres import fresh_database
 
 if TYPE_CHECKING:  # the live service imports this module (live_on)
     from tests.support.live import Live
@@ -76,23 +76,8 @@ def database_url_or_skip() -> str:
 @contextmanager
 def fresh_postgres_database() -> Iterator[str]:
     """A new empty database on the test server, dropped afterwards."""
-
-    base = database_url_or_skip().replace("postgresql+asyncpg://", "postgresql://")
-    name = f"hearth_test_{uuid.uuid4().hex[:12]}"
-
-    async def run(sql: str) -> None:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(run(f'CREATE DATABASE "{name}"'))
-    head, _, _ = base.rpartition("/")
-    try:
-        yield f"{head}/{name}".replace("postgresql://", "postgresql+asyncpg://")
-    finally:
-        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_database(database_url_or_skip(), prefix="hearth_test") as url:
+        yield url
 
 
 @contextmanager

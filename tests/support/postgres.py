@@ -1,7 +1,8 @@
-"""The benches' PostgreSQL databases: a new empty one per measurement, dropped after.
+"""A new, empty PostgreSQL database on a server, dropped afterwards: the tests' databases of
+their own (``databases.fresh_postgres_database``) and the benches' per measurement.
 
-Not a bench. A module of its own, importing asyncpg alone, so that a bench which measures its
-children's peak RSS (bench/export.py) can make one without importing the service: a child
+A module of its own, importing asyncpg alone, so that a bench which measures its children's
+peak RSS (bench/export.py) can make one without importing the service or pytest: a child
 started by vfork reports the parent's RSS as its own peak.
 """
 
@@ -16,10 +17,11 @@ import asyncpg
 
 
 @contextmanager
-def fresh_database(server_url: str) -> Iterator[str]:
-    """A new PostgreSQL database on the server ``server_url`` names, dropped afterwards."""
+def fresh_database(server_url: str, *, prefix: str = "hearth_bench") -> Iterator[str]:
+    """A new PostgreSQL database on the server ``server_url`` names (a SQLAlchemy or plain
+    URL), as a SQLAlchemy asyncpg URL; dropped afterwards, whoever is still connected."""
     plain = server_url.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"hearth_bench_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
 
     async def run(sql: str) -> None:
         conn = await asyncpg.connect(plain)
