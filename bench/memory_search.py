@@ -57,6 +57,7 @@ import asyncio
 import json
 import platform
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -76,7 +77,7 @@ from sqlalchemy import Connection, delete, select, text  # noqa: E402
 from tests.support.memory_search_cases import KINDS, MEMORIES, QUESTIONS, score  # noqa: E402
 
 from hearth.server.db import Database, search_index  # noqa: E402
-from hearth.server.db.engine import utcnow  # noqa: E402
+from hearth.server.db.engine import SQLITE_PRAGMAS, utcnow  # noqa: E402
 from hearth.server.db.migrate import upgrade  # noqa: E402
 from hearth.server.db.tables import memories, memory_embeddings, projects  # noqa: E402
 from hearth.server.semantic.encoder import MODEL_NAME, Encoder  # noqa: E402
@@ -373,18 +374,23 @@ async def writes(db: Database, corpus: Corpus, project_id: str, count: int, roun
             )
         )
 
-    indexed, bare = [], []
-    for _ in range(rounds):
+    indexed, bare, alone = [], [], []
+    for round_ in range(rounds):
         indexed.append(await phase())
         # Deleted with the triggers in place, so unindexed too: the store is N again.
         await db.transaction(forget_writes)
         await db.transaction(drop_triggers)
         try:
             bare.append(await phase())
+            if db.is_sqlite:
+                alone.append(fts5_alone(db, project_id, swap=round_ % 2 == 1))
             await db.transaction(forget_writes)  # never indexed, and gone before the triggers
         finally:
             await db.transaction(make_triggers)
     paired = [1 - w / b for (w, _), (b, _) in zip(indexed, bare, strict=True)]
+    # The least any index kept in the memory's own transaction can add: the FTS5 insert alone,
+    # in bare sqlite3, as a share of the service's own write without the index (its seconds).
+    floor = [(with_ - without) * b for (without, with_), (b, _) in zip(alone, bare, strict=False)]
     with_index = statistics.median(rate for rate, _ in indexed)
     without = statistics.median(rate for rate, _ in bare)
     cpu_with = statistics.median(cpu for _, cpu in indexed)
@@ -400,7 +406,86 @@ async def writes(db: Database, corpus: Corpus, project_id: str, count: int, roun
         # (the machine's drift from round to round cancels), the median over the rounds.
         "paired_slowdown": statistics.median(paired),
         "paired_slowdowns": paired,
+        # SQLite only (None on PostgreSQL, which meets the goal): the database alone.
+        "alone_us_without_index": statistics.median(a for a, _ in alone) * 1e6 if alone else None,
+        "alone_us_with_fts5": statistics.median(b for _, b in alone) * 1e6 if alone else None,
+        "fts5_floor": statistics.median(floor) if floor else None,
+        "fts5_floors": floor,
     }
+
+
+def fts5_alone(db: Database, project_id: str, *, swap: bool) -> tuple[float, float]:
+    """The same writes in bare sqlite3 (no hearth code, the service's pragmas, the same file),
+    seconds per write: the memories the service has just written, each inserted again under a
+    new id in a transaction of its own, then again each with an FTS5 insert of its key and
+    content in the same transaction (no row-id table, no copied columns: the least an FTS5 index
+    needs). The search triggers are dropped meanwhile; the wake's counters' trigger runs, as
+    for the service. Every row is taken out again (FTS5's ``delete``), untimed."""
+    path = db.engine.url.database
+    assert path is not None
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        for pragma in SQLITE_PRAGMAS:
+            con.execute(pragma)
+        con.row_factory = sqlite3.Row
+        written = con.execute(
+            "SELECT * FROM memories WHERE project_id = ? AND key = 'bench-write' ORDER BY rowid",
+            (str(project_id),),
+        ).fetchall()
+        columns = list(written[0].keys())
+        insert = (
+            f"INSERT INTO memories ({', '.join(columns)})"
+            f" VALUES ({', '.join('?' for _ in columns)})"
+        )
+        fts = search_index.FTS_TABLE
+        first = (
+            1
+            + int(
+                con.execute(
+                    f"SELECT coalesce(max(rowid), 0) FROM {search_index.ROWS_TABLE}"
+                ).fetchone()[0]
+            )
+            + 10**9
+        )  # far beyond the row-id table's own, and gone before it reaches them
+
+        def timed(index: bool) -> tuple[float, list[tuple[str, int, sqlite3.Row]]]:
+            made = [(str(uuid.uuid4()), first + n, row) for n, row in enumerate(written)]
+            started = time.perf_counter()
+            for id_, rowid, row in made:
+                con.execute("BEGIN IMMEDIATE")
+                con.execute(insert, tuple(id_ if c == "id" else row[c] for c in columns))
+                if index:
+                    con.execute(
+                        f"INSERT INTO {fts} (rowid, key, content) VALUES (?, ?, ?)",
+                        (rowid, row["key"] or "", row["content"]),
+                    )
+                con.execute("COMMIT")
+            return (time.perf_counter() - started) / len(made), made
+
+        def undo(made: list[tuple[str, int, sqlite3.Row]], index: bool) -> None:
+            con.execute("BEGIN IMMEDIATE")
+            for id_, rowid, row in made:
+                if index:
+                    con.execute(
+                        f"INSERT INTO {fts} ({fts}, rowid, key, content)"
+                        " VALUES ('delete', ?, ?, ?)",
+                        (rowid, row["key"] or "", row["content"]),
+                    )
+                con.execute("DELETE FROM memories WHERE id = ?", (id_,))
+            con.execute("COMMIT")
+
+        def documents() -> int:  # FTS5 keeps one docsize row per document it holds
+            return int(con.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0])
+
+        held = documents()
+        seconds = {}
+        for index in (True, False) if swap else (False, True):
+            seconds[index], made = timed(index)
+            undo(made, index)
+        assert documents() == held, "the database-alone writes left FTS5 documents behind"
+        return seconds[False], seconds[True]
+    finally:
+        con.close()
 
 
 # --- 5. the semantic leg at scale ---------------------------------------------------------------
@@ -560,6 +645,15 @@ def report(result: dict[str, Any]) -> str:
             f" against {w['cpu_us_without_index']:.0f}: {w['cpu_slowdown']:+.1%}; each round's"
             f" slowdown {', '.join(f'{x:+.1%}' for x in w['paired_slowdowns'])}"
         )
+        if w["fts5_floor"] is not None:
+            lines.append(
+                f"  the database alone (bare sqlite3, the same file and memories):"
+                f" {w['alone_us_without_index']:.0f} us a write, {w['alone_us_with_fts5']:.0f} us"
+                f" with an FTS5 insert in its transaction; that insert alone is"
+                f" {w['fts5_floor']:+.1%} of the service's write without the index (the least any"
+                f" index kept in the same transaction adds; each round's"
+                f" {', '.join(f'{x:+.1%}' for x in w['fts5_floors'])})"
+            )
         m = r["semantic"]
         lines.append(
             f"  semantic leg ({m['vectors']:,} vectors): fused search p50 {m['fused_p50']:.2f} ms,"

@@ -35,7 +35,7 @@ def test_a_short_run_reports_every_figure_on_both_databases() -> None:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert set(report["backends"]) == {"sqlite", "postgresql"}
-    for backend in report["backends"].values():
+    for name, backend in report["backends"].items():
         assert backend["memories"] == 400
         assert backend["indexed"] >= 400  # and the evaluation's own memories
         for ranking in ("full_text", "fused"):
@@ -67,6 +67,14 @@ def test_a_short_run_reports_every_figure_on_both_databases() -> None:
         assert len(writes["paired_slowdowns"]) == 2
         assert writes["paired_slowdown"] == sum(writes["paired_slowdowns"]) / 2
         goal = writes["paired_slowdown"] <= 0.2
+        if name == "sqlite":  # the database alone, beside the service's writes
+            assert len(writes["fts5_floors"]) == 2
+            assert writes["alone_us_without_index"] > 0
+            assert writes["alone_us_with_fts5"] > 0
+            assert writes["fts5_floor"] == sum(writes["fts5_floors"]) / 2
+        else:
+            assert writes["fts5_floor"] is None
+            assert writes["fts5_floors"] == []
         assert backend["goals"]["writes_at_most_20_percent_slower"] is goal
         assert set(backend["goals"]) == {
             "p99_under_50_ms",
