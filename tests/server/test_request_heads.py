@@ -20,6 +20,7 @@ from websockets.asyncio.client import connect
 from hearth.client.bridge import bridge_url
 from tests.support.bridge import provision
 from tests.support.live import Live, live_service, sqlite_settings
+from tests.support.metrics import value
 
 GUARD_S = 10.0  # how long a test waits for the server before calling it hung (never a speed)
 TIMEOUT_S = 0.5  # the head timeout these tests configure
@@ -161,6 +162,41 @@ def test_a_request_that_is_not_http_is_refused_in_the_error_shape(live: Live) ->
         status, headers, body = refusal(read_to_close(sock))
     assert (status, body["error"]) == (400, "bad_request")
     assert headers["x-request-id"]
+
+
+def test_head_refusals_are_counted_by_their_error_code(live: Live) -> None:
+    """Made by the protocol before any app runs, and still in ``hearth_refusals_total``
+    (docs/service.md, "Metrics"); a connection closed without an answer is not a refusal."""
+
+    def scrape() -> str:
+        with live.client() as client:
+            response = client.get("/metrics")
+        assert response.status_code == 200, response.text
+        return response.text
+
+    before = scrape()
+    with connect_raw(live) as sock:
+        sock.sendall(request(b"X-Big: " + b"a" * 65_536 + b"\r\n"))
+        assert refusal(read_to_close(sock))[0] == 431
+    with connect_raw(live) as sock:
+        sock.sendall(b"HELLO THERE\r\n\r\n")
+        assert refusal(read_to_close(sock))[0] == 400
+    with connect_raw(live) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        assert refusal(read_to_close(sock))[0] == 408
+    with connect_raw(live) as sock:
+        assert read_to_close(sock) == b""
+    after = scrape()
+
+    def delta(**labels: str) -> float:
+        return value(after, "hearth_refusals_total", **labels) - value(
+            before, "hearth_refusals_total", **labels
+        )
+
+    assert delta(error="request_header_fields_too_large") == 1
+    assert delta(error="bad_request") == 1
+    assert delta(error="request_timeout") == 1
+    assert delta() == 3
 
 
 # --- time ----------------------------------------------------------------------------------------

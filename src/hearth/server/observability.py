@@ -31,6 +31,17 @@ TRANSITIONS = Counter(
     registry=None,
 )
 
+# Refusals are answered in two places: the service middleware (every 4xx an app sends) and the
+# HTTP protocol, which refuses heads too large or too slow (431, 408) before any app runs
+# (request_heads.py). The protocol has no app in reach, so, as TRANSITIONS, the counter is the
+# process's, registered into each app's registry.
+REFUSALS = Counter(
+    "hearth_refusals",
+    "Refused requests by error code.",
+    ("error",),
+    registry=None,
+)
+
 
 def configure_logging(fmt: str = "json", level: str = "info") -> None:
     """JSON lines in production, readable lines at a terminal; secrets are never bound."""
@@ -83,12 +94,8 @@ class Metrics:
             ("mode",),
             registry=self.registry,
         )
-        self.refusals = Counter(
-            "hearth_refusals",
-            "Refused requests by error code.",
-            ("error",),
-            registry=self.registry,
-        )
+        self.registry.register(REFUSALS)
+        self.refusals = REFUSALS
         self.limiter_degraded = Counter(
             "hearth_limiter_fail_open",
             "Limiter checks that failed open because the store was unavailable.",

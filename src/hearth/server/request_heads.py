@@ -31,6 +31,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from .access import REQUEST_ID_HEADER, log_request, request_id_of
+from .observability import REFUSALS
 
 # After a refusal, how long the rest of a head is read and dropped before the connection closes:
 # closing with unread input makes the kernel reset the connection, and a client still sending
@@ -243,6 +244,7 @@ class HeadLimitedProtocol(HttpToolsProtocol):
         # The method is known once the parser reached the target (``url`` is then non-empty).
         method = self.parser.get_method().decode("ascii") if getattr(self, "url", b"") else None
         log_request(request_id, method, None, refusal.status, self._began)
+        REFUSALS.labels(refusal.error).inc()
 
     # --- the head's clock ----------------------------------------------------------------------
 
