@@ -67,6 +67,11 @@ def test_a_short_run_reports_every_figure_on_both_databases() -> None:
         assert len(writes["paired_slowdowns"]) == 2
         assert writes["paired_slowdown"] == sum(writes["paired_slowdowns"]) / 2
         goal = writes["paired_slowdown"] <= 0.2
+        assert writes["writers"] == 8
+        assert len(writes["many_paired_slowdowns"]) == 2
+        assert writes["many_paired_slowdown"] == sum(writes["many_paired_slowdowns"]) / 2
+        assert writes["many_with_index_per_s"] > 0
+        assert writes["many_without_index_per_s"] > 0
         if name == "sqlite":  # the database alone, beside the service's writes
             assert len(writes["fts5_floors"]) == 2
             assert writes["alone_us_without_index"] > 0
