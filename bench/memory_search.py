@@ -392,31 +392,42 @@ async def writes(db: Database, corpus: Corpus, project_id: str, count: int, roun
             )
         )
 
-    indexed, bare, alone = [], [], []
-    for round_ in range(rounds):
-        indexed.append(await phase())
+    Phase = tuple[float, float]
+
+    async def paired_round(
+        writers: int, alone_swap: bool | None = None
+    ) -> tuple[Phase, Phase, Phase | None]:
+        """The writes with the index, then as many without it; with ``alone_swap`` (SQLite),
+        the database alone too, while the triggers are dropped (``fts5_alone``)."""
+        indexed = await phase(writers)
         # Deleted with the triggers in place, so unindexed too: the store is N again.
         await db.transaction(forget_writes)
         await db.transaction(drop_triggers)
+        alone = None
         try:
-            bare.append(await phase())
-            if db.is_sqlite:
-                alone.append(fts5_alone(db, project_id, swap=round_ % 2 == 1))
+            bare = await phase(writers)
+            if alone_swap is not None:
+                alone = fts5_alone(db, project_id, swap=alone_swap)
             await db.transaction(forget_writes)  # never indexed, and gone before the triggers
         finally:
             await db.transaction(make_triggers)
+        return indexed, bare, alone
+
+    indexed, bare, alone = [], [], []
+    for round_ in range(rounds):
+        with_, without_, database_alone = await paired_round(
+            1, round_ % 2 == 1 if db.is_sqlite else None
+        )
+        indexed.append(with_)
+        bare.append(without_)
+        if database_alone is not None:
+            alone.append(database_alone)
     # The same from WRITERS tasks at once (not the goal's figure): on SQLite the group commit
     # then shares each commit among the transactions queued behind it, each in a savepoint.
     many: list[tuple[float, float]] = []
     for _ in range(rounds):
-        with_many = (await phase(WRITERS))[0]
-        await db.transaction(forget_writes)
-        await db.transaction(drop_triggers)
-        try:
-            many.append((with_many, (await phase(WRITERS))[0]))
-            await db.transaction(forget_writes)
-        finally:
-            await db.transaction(make_triggers)
+        with_, without_, _alone = await paired_round(WRITERS)
+        many.append((with_[0], without_[0]))
     paired = [1 - w / b for (w, _), (b, _) in zip(indexed, bare, strict=True)]
     # The least any index kept in the memory's own transaction can add: the FTS5 insert alone,
     # in bare sqlite3, as a share of the service's own write without the index (its seconds).
@@ -473,15 +484,9 @@ def fts5_alone(db: Database, project_id: str, *, swap: bool) -> tuple[float, flo
             f" VALUES ({', '.join('?' for _ in columns)})"
         )
         fts = search_index.FTS_TABLE
-        first = (
-            1
-            + int(
-                con.execute(
-                    f"SELECT coalesce(max(rowid), 0) FROM {search_index.ROWS_TABLE}"
-                ).fetchone()[0]
-            )
-            + 10**9
-        )  # far beyond the row-id table's own, and gone before it reaches them
+        # FTS5 rowids far beyond the row-id table's own, and gone before it reaches them.
+        last = con.execute(f"SELECT coalesce(max(rowid), 0) FROM {search_index.ROWS_TABLE}")
+        first = int(last.fetchone()[0]) + 10**9 + 1
 
         def timed(index: bool) -> tuple[float, list[tuple[str, int, sqlite3.Row]]]:
             made = [(str(uuid.uuid4()), first + n, row) for n, row in enumerate(written)]
