@@ -49,6 +49,7 @@ object store has machines of its own.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -58,6 +59,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' SeaweedFS fixture and fixed keys
 
+import obstore  # noqa: E402 - the plain client, as the store uses it
 from tests.support.adds_objects import (  # noqa: E402
     ALICE,
     BOB,
@@ -161,35 +164,32 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
                 workers=PUBLISH_WORKERS,
             )
         grant = grant_for(published)
-        import obstore  # noqa: PLC0415 - the plain client, as the store uses it
-
-        keys = [store._key(chunk["cid"]) for chunk in published.manifest.document["chunks"]]
+        names = [store._key(listed["cid"]) for listed in published.manifest.document["chunks"]]
         in_flight = open_threads(store, OPEN_WORKERS, chunk)
 
-        def plain_get(key: str) -> None:  # the body dropped in its thread, not held by map
-            obstore.get(store._store, key).bytes()
+        def plain_gets(phase: str) -> None:
+            """Plain GETs of these very blocks (the same bytes under the same names, the same
+            client, as many in flight), right before and right after open: open's pair, so that
+            neither the child, the objects nor the server's state differ between the two."""
+            with Phase(figures, phase, server):
+                in_threads(in_flight, functools.partial(get_dropped, store._store), names)
 
-        # Plain GETs of these very blocks right before and right after open (the same bytes
-        # under the same names, the same client, as many in flight): open's pair, so that
-        # neither the child, the objects nor the server's state differ between the two.
-        for phase in ("same", "get", "same_after", "iter"):
-            if phase.startswith("same"):
-                with Phase(figures, phase, server), ThreadPoolExecutor(in_flight) as pool:
-                    for _ in pool.map(plain_get, keys):
-                        pass
-                continue
+        def opens(phase: str) -> None:
             with Phase(figures, phase, server):
                 opened = open_object(
                     published.manifest, grant, BOXES[BOB], store, now=NOW, workers=OPEN_WORKERS
                 )
-                assert opened.threads == open_threads(store, OPEN_WORKERS, chunk)
+                assert opened.threads == in_flight
                 # "get": as hearth adds open -o does, less the file's writes; "iter": a new
                 # bytes object for each chunk's plaintext.
                 seen = opened.into(Discard()) if phase == "get" else sum(map(len, opened))
             assert seen == size
-        return figures
-    import obstore  # noqa: PLC0415 - the plain client, as the store uses it
 
+        plain_gets("same")
+        opens("get")
+        plain_gets("same_after")
+        opens("iter")
+        return figures
     raw = store._store
     prefix = spec["url"].split("/", 3)[3]
     blocks = [min(chunk, size - at) + TAG for at in range(0, size, chunk)]
@@ -208,28 +208,26 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
     ]
 
     def upload(index: int) -> None:
-        obstore.put(raw, names[index], sealed[length_of[index]])
+        obstore.put(raw, names[index], sealed[blocks[index]])
 
-    length_of = dict(enumerate(blocks))
     # As many PUTs in flight as publish has sealing threads (each uploads what it sealed,
     # S3BlockStore.batch).
-    with Phase(figures, "put", server), ThreadPoolExecutor(PUBLISH_WORKERS) as pool:
-        for _ in pool.map(upload, range(len(blocks))):
-            pass
+    with Phase(figures, "put", server):
+        in_threads(PUBLISH_WORKERS, upload, range(len(blocks)))
     in_flight = open_threads(store, OPEN_WORKERS, chunk)
 
-    def fetch(index: int) -> object:
-        return obstore.get(raw, names[index]).bytes()
+    def fetch(name: str) -> object:
+        return obstore.get(raw, name).bytes()
 
-    def fetch_and_hash(index: int) -> object:  # the floor of a read checked against its CID
-        return hashlib.sha256(fetch(index)).digest()
+    def fetch_and_hash(name: str) -> object:  # the floor of a read checked against its CID
+        return hashlib.sha256(fetch(name)).digest()
 
     local = threading.local()
 
-    def fetch_hash_and_open(index: int) -> object:
+    def fetch_hash_and_open(name: str) -> object:
         """The work a read of a block must do, and nothing of hearth's around it: the GET, the
         CID check (SHA-256) and AES-GCM into a buffer kept per thread (as open's target)."""
-        body = fetch(index)
+        body = fetch(name)
         digest = hashlib.sha256(body).digest()
         out = getattr(local, "out", None)
         if out is None:
@@ -237,16 +235,25 @@ def child(spec: dict[str, Any]) -> dict[str, float]:
         aes_gcm_decrypt_into(key, nonce, aad, body, out[: len(body) - TAG])
         return digest
 
-    def fetch_dropped(index: int) -> None:  # dropped in its thread, not held by map's results
-        fetch(index)
-
-    phases = (("get", fetch_dropped), ("iter", fetch_and_hash), ("open", fetch_hash_and_open))
+    dropped = functools.partial(get_dropped, raw)
+    phases = (("get", dropped), ("iter", fetch_and_hash), ("open", fetch_hash_and_open))
     for phase, one in phases:
-        # as many GETs in flight as open has threads
-        with Phase(figures, phase, server), ThreadPoolExecutor(in_flight) as pool:
-            for _ in pool.map(one, range(len(blocks))):
-                pass
+        with Phase(figures, phase, server):  # as many GETs in flight as open has threads
+            in_threads(in_flight, one, names)
     return figures
+
+
+def get_dropped(client: Any, name: str) -> None:
+    """A plain GET whose body is dropped in its own thread (``map`` would hold the bodies that
+    finished out of order until their turn)."""
+    obstore.get(client, name).bytes()
+
+
+def in_threads(threads: int, one: Callable[[Any], object], items: Iterable[Any]) -> None:
+    """``one`` of every item, ``threads`` at a time, each result let go as it comes."""
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in pool.map(one, items):
+            pass
 
 
 def peak_rss_mb() -> float:
